@@ -1,0 +1,241 @@
+"""Start a throwaway real RabbitMQ node for reference/compatibility tests.
+
+Rabbitish aims to behave like RabbitMQ, so some tests run the same scenario
+against a real broker (Debian's ``rabbitmq-server`` package) to compare.
+Each node gets its own temp dir, node name and ephemeral ports so several
+can run side by side without touching the system installation.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+RABBITMQ_SERVER = Path("/usr/lib/rabbitmq/bin/rabbitmq-server")
+RABBITMQ_LIB = Path("/usr/lib/rabbitmq/lib")
+START_TIMEOUT = 60.0
+STOP_TIMEOUT = 30.0
+_POLL_INTERVAL = 0.1
+
+
+class RealRabbitError(RuntimeError):
+    """Raised when the node fails to start; carries the tail of its output."""
+
+
+def rabbitmq_available() -> bool:
+    """Say whether the Debian package is installed, so tests can skip otherwise."""
+    return RABBITMQ_SERVER.is_file()
+
+
+def _free_port() -> int:
+    """Ask the kernel for a free ephemeral port (small race accepted)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _packaged_version() -> str:
+    """Fallback version from the install dir name if the handshake lacks it."""
+    for entry in sorted(RABBITMQ_LIB.glob("rabbitmq_server-*")):
+        return entry.name.removeprefix("rabbitmq_server-")
+    return "unknown"
+
+
+def _tail(path: Path, lines: int = 40) -> str:
+    """Last lines of the node's console output, for error messages."""
+    try:
+        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+    except OSError:
+        return "<no output>"
+
+
+@dataclass
+class RealRabbit:
+    """A running RabbitMQ node; ``restart()`` keeps its port and data."""
+
+    port: int
+    url: str
+    management_port: int | None
+    version: str
+    data_dir: Path
+    dist_port: int
+    nodename: str
+    _proc: subprocess.Popen[bytes] | None = field(default=None, repr=False)
+
+    def _env(self) -> dict[str, str]:
+        """Environment that points every RabbitMQ path into ``data_dir``."""
+        base = self.data_dir
+        env = {
+            key: value
+            for key, value in os.environ.items()
+            if not key.startswith(("RABBITMQ_", "ERL_"))
+        }
+        env.update(
+            HOME=str(base / "home"),
+            RABBITMQ_NODENAME=self.nodename,
+            RABBITMQ_NODE_IP_ADDRESS="127.0.0.1",
+            RABBITMQ_NODE_PORT=str(self.port),
+            RABBITMQ_DIST_PORT=str(self.dist_port),
+            RABBITMQ_MNESIA_BASE=str(base / "mnesia"),
+            RABBITMQ_LOG_BASE=str(base / "log"),
+            RABBITMQ_CONFIG_FILE=str(base / "rabbitmq.conf"),
+            # Isolate from /etc/rabbitmq: empty env file, absent advanced.config.
+            RABBITMQ_CONF_ENV_FILE=str(base / "rabbitmq-env.conf"),
+            RABBITMQ_ADVANCED_CONFIG_FILE=str(base / "advanced.config"),
+            RABBITMQ_ENABLED_PLUGINS_FILE=str(base / "enabled_plugins"),
+        )
+        return env
+
+    def _write_config(self) -> None:
+        """Write config files: guest may connect from 127.0.0.1, fixed ports."""
+        base = self.data_dir
+        for sub in ("home", "mnesia", "log"):
+            (base / sub).mkdir(parents=True, exist_ok=True)
+        lines = [
+            "loopback_users = none",
+            f"listeners.tcp.default = 127.0.0.1:{self.port}",
+        ]
+        plugins = "[]."
+        if self.management_port is not None:
+            lines += [
+                f"management.tcp.port = {self.management_port}",
+                "management.tcp.ip = 127.0.0.1",
+            ]
+            plugins = "[rabbitmq_management]."
+        (base / "rabbitmq.conf").write_text("\n".join(lines) + "\n")
+        (base / "enabled_plugins").write_text(plugins + "\n")
+        (base / "rabbitmq-env.conf").write_text("")
+
+    @property
+    def _console_log(self) -> Path:
+        return self.data_dir / "console.log"
+
+    def start(self) -> None:
+        """Launch the node in its own process group and wait until usable."""
+        if self._proc is not None:
+            raise RealRabbitError("node already running")
+        self._write_config()
+        with self._console_log.open("ab") as out:
+            # Own session so stop() can signal beam.smp along with the sh wrapper.
+            self._proc = subprocess.Popen(
+                [str(RABBITMQ_SERVER)],
+                env=self._env(),
+                cwd=self.data_dir,
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+        try:
+            self._wait_ready()
+        except BaseException:
+            self.stop()
+            raise
+
+    def _wait_ready(self) -> None:
+        """Poll TCP then a full AMQP handshake; the port opens before auth works."""
+        import pika  # local import: only needed when a node is really started
+
+        deadline = time.monotonic() + START_TIMEOUT
+        params = pika.URLParameters(
+            self.url + "?connection_attempts=1&socket_timeout=2"
+            "&blocked_connection_timeout=2"
+        )
+        last_error: BaseException | None = None
+        while time.monotonic() < deadline:
+            assert self._proc is not None
+            if self._proc.poll() is not None:
+                raise RealRabbitError(
+                    f"rabbitmq-server exited with {self._proc.returncode}:\n"
+                    + _tail(self._console_log)
+                )
+            try:
+                with socket.create_connection(("127.0.0.1", self.port), timeout=1):
+                    pass
+                conn = pika.BlockingConnection(params)
+            except Exception as exc:  # noqa: BLE001 - any failure means "not yet"
+                last_error = exc
+                time.sleep(_POLL_INTERVAL)
+                continue
+            try:
+                props = conn._impl.server_properties or {}  # noqa: SLF001
+                version = props.get("version")
+                if isinstance(version, bytes):
+                    version = version.decode()
+                if version:
+                    self.version = str(version)
+            finally:
+                conn.close()
+            if self.management_port is not None:
+                self._wait_port(self.management_port, deadline)
+            return
+        raise RealRabbitError(
+            f"rabbitmq not ready after {START_TIMEOUT}s ({last_error!r}):\n"
+            + _tail(self._console_log)
+        )
+
+    def _wait_port(self, port: int, deadline: float) -> None:
+        """Management HTTP starts with the app, but confirm it listens."""
+        while time.monotonic() < deadline:
+            try:
+                with socket.create_connection(("127.0.0.1", port), timeout=1):
+                    return
+            except OSError:
+                time.sleep(_POLL_INTERVAL)
+        raise RealRabbitError(f"management port {port} not listening")
+
+    def stop(self) -> None:
+        """SIGTERM the process group (graceful in Erlang), SIGKILL on timeout."""
+        proc, self._proc = self._proc, None
+        if proc is None:
+            return
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=STOP_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            pass
+        # Kill leftovers (beam.smp may outlive the sh wrapper); not epmd,
+        # which daemonizes into its own session and is shared.
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+
+    def restart(self) -> None:
+        """Stop and start again on the same port/data dir (durability tests)."""
+        self.stop()
+        self.start()
+
+
+@contextlib.contextmanager
+def real_rabbitmq(enable_management: bool = False) -> Iterator[RealRabbit]:
+    """Run a fresh node for the duration of the block, then remove all traces."""
+    if not rabbitmq_available():
+        raise RealRabbitError(f"{RABBITMQ_SERVER} not installed")
+    data_dir = Path(tempfile.mkdtemp(prefix="rabbitish-rmq-"))
+    port = _free_port()
+    rabbit = RealRabbit(
+        port=port,
+        url=f"amqp://guest:guest@127.0.0.1:{port}/%2F",
+        management_port=_free_port() if enable_management else None,
+        version=_packaged_version(),
+        data_dir=data_dir,
+        dist_port=_free_port(),
+        nodename=f"rabbitish-test-{uuid.uuid4().hex[:12]}@localhost",
+    )
+    try:
+        rabbit.start()
+        yield rabbit
+    finally:
+        rabbit.stop()
+        shutil.rmtree(data_dir, ignore_errors=True)
