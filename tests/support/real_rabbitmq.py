@@ -145,11 +145,11 @@ class RealRabbit:
     def _wait_ready(self) -> None:
         """Poll TCP then a full AMQP handshake; the port opens before auth works."""
         import pika  # local import: only needed when a node is really started
+        import pika.exceptions
 
         deadline = time.monotonic() + START_TIMEOUT
         params = pika.URLParameters(
-            self.url + "?connection_attempts=1&socket_timeout=2"
-            "&blocked_connection_timeout=2"
+            self.url + "?connection_attempts=1&socket_timeout=2&blocked_connection_timeout=2"
         )
         last_error: BaseException | None = None
         while time.monotonic() < deadline:
@@ -163,12 +163,12 @@ class RealRabbit:
                 with socket.create_connection(("127.0.0.1", self.port), timeout=1):
                     pass
                 conn = pika.BlockingConnection(params)
-            except Exception as exc:  # noqa: BLE001 - any failure means "not yet"
+            except (OSError, pika.exceptions.AMQPError) as exc:  # not up yet
                 last_error = exc
                 time.sleep(_POLL_INTERVAL)
                 continue
             try:
-                props = conn._impl.server_properties or {}  # noqa: SLF001
+                props = conn._impl.server_properties or {}
                 version = props.get("version")
                 if isinstance(version, bytes):
                     version = version.decode()

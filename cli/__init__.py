@@ -1,0 +1,1 @@
+"""Command line (installed as rabbitish.cli)."""

@@ -1,0 +1,26 @@
+"""All broker settings in one place; the CLI, the embedding API and tests build one of these."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass
+class Config:
+    host: str = "127.0.0.1"
+    port: int = 5672
+    data_dir: str = "./data"  # ":memory:" for no files at all
+    frame_max: int = 131072
+    channel_max: int = 2047
+    heartbeat: int = 60
+    fsync: str = "always"  # "always" | "never"
+    users: dict[str, str] = field(default_factory=lambda: {"guest": "guest"})
+    vhosts: tuple[str, ...] = ("/",)
+    # How long a connection may take to finish the handshake (RabbitMQ: 10 s).
+    handshake_timeout: float = 10.0
+    # Output buffered for a slow consumer before deliveries to it pause.
+    max_pending_output: int = 4 * 1024 * 1024
+
+    @property
+    def in_memory(self) -> bool:
+        return self.data_dir == ":memory:"

@@ -1,0 +1,33 @@
+"""The engine's root: vhosts, users and the scheduler. One per broker process; front ends (0-9-1,
+1.0) and the management API all act on it."""
+
+from __future__ import annotations
+
+from rabbitish.engine.auth import User, UserDatabase
+from rabbitish.engine.clock import Scheduler
+from rabbitish.engine.vhost import VirtualHost
+
+
+class Node:
+    def __init__(
+        self,
+        scheduler: Scheduler,
+        vhosts: tuple[str, ...] = ("/",),
+        users: dict[str, str] | None = None,
+    ) -> None:
+        self.scheduler = scheduler
+        self.vhosts: dict[str, VirtualHost] = {
+            name: VirtualHost(name, scheduler) for name in vhosts
+        }
+        self.users = UserDatabase(
+            {name: User(name, password) for name, password in (users or {"guest": "guest"}).items()}
+        )
+        self.connections: set[object] = set()
+
+    def vhost(self, name: str) -> VirtualHost | None:
+        return self.vhosts.get(name)
+
+    def add_vhost(self, name: str) -> VirtualHost:
+        if name not in self.vhosts:
+            self.vhosts[name] = VirtualHost(name, self.scheduler)
+        return self.vhosts[name]

@@ -1,0 +1,327 @@
+"""A queue: ordered ready messages, round-robin delivery to consumers with credit, requeue to the
+original position, TTL at the head, length limits, dead-lettering and expiry of unused queues."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any, Protocol
+
+from rabbitish.engine.clock import Scheduler, TimerHandle
+from rabbitish.engine.errors import access_refused
+from rabbitish.engine.message import Message, QueueEntry
+from rabbitish.engine.queue_args import QueueArguments
+from rabbitish.engine.ready import PriorityReady, ReadyList
+
+if TYPE_CHECKING:
+    from rabbitish.engine.vhost import VirtualHost
+
+
+class Consumer(Protocol):
+    """What a queue needs from a consumer, whichever protocol it speaks."""
+
+    tag: str
+    no_ack: bool
+    exclusive: bool
+
+    def can_take(self) -> bool:
+        """True when prefetch and flow control allow one more delivery."""
+        ...
+
+    def deliver(self, queue: Queue, entry: QueueEntry, redelivered: bool) -> None: ...
+
+    def cancelled_by_broker(self, queue: Queue) -> None:
+        """The queue went away (deleted, expired): tell the client if it can be told."""
+        ...
+
+
+class Queue:
+    def __init__(
+        self,
+        vhost: VirtualHost,
+        name: str,
+        *,
+        durable: bool = False,
+        exclusive_owner: object | None = None,
+        auto_delete: bool = False,
+        arguments: dict[str, Any] | None = None,
+        scheduler: Scheduler,
+    ) -> None:
+        self.vhost = vhost
+        self.name = name
+        self.durable = durable
+        self.exclusive_owner = exclusive_owner
+        self.auto_delete = auto_delete
+        self.arguments = dict(arguments or {})
+        self.args = QueueArguments.parse(self.arguments)
+        self.scheduler = scheduler
+        self.ready: ReadyList | PriorityReady = (
+            PriorityReady(self.args.max_priority)
+            if self.args.max_priority is not None
+            else ReadyList()
+        )
+        self.consumers: list[Consumer] = []
+        self._rr = 0
+        self.unacked = 0
+        self.deleted = False
+        self._next_seq = 0
+        self._ttl_timer: TimerHandle | None = None
+        self._ttl_due: float | None = None
+        self._expiry_timer: TimerHandle | None = None
+        self._had_consumer = False
+        self._dispatching = False
+        self.stats = {"published": 0, "delivered": 0, "acked": 0}
+        self.touch()
+
+    # ------------------------------------------------------------------ counts
+    @property
+    def message_count(self) -> int:
+        return len(self.ready)
+
+    @property
+    def consumer_count(self) -> int:
+        return len(self.consumers)
+
+    @property
+    def exclusive(self) -> bool:
+        return self.exclusive_owner is not None
+
+    # ------------------------------------------------------------------ publish side
+    def enqueue(self, message: Message) -> bool:
+        """Add a published message. False when x-overflow reject-publish refuses it."""
+        args = self.args
+        if args.rejects_overflow and self._would_overflow(message.size):
+            if args.overflow == "reject-publish-dlx":
+                self.vhost.dead_letter(self, [self._new_entry(message)], "maxlen")
+            return False
+        entry = self._new_entry(message)
+        self.ready.append(entry)
+        self.stats["published"] += 1
+        if args.max_length is not None or args.max_length_bytes is not None:
+            self._drop_head_over_limit()
+        self.dispatch()
+        if entry.expires_at is not None:
+            self._arm_ttl()
+        return True
+
+    def _new_entry(self, message: Message) -> QueueEntry:
+        seq = self._next_seq
+        self._next_seq += 1
+        ttl = self.args.message_ttl
+        if message.expiration_ms is not None:
+            ttl = message.expiration_ms if ttl is None else min(ttl, message.expiration_ms)
+        expires_at = None if ttl is None else self.scheduler.now() + ttl / 1000.0
+        return QueueEntry(self, seq, message, expires_at)
+
+    def _would_overflow(self, size: int) -> bool:
+        args = self.args
+        if args.max_length is not None and len(self.ready) >= args.max_length:
+            return True
+        return args.max_length_bytes is not None and self.ready.bytes + size > args.max_length_bytes
+
+    def _drop_head_over_limit(self) -> None:
+        args = self.args
+        dropped: list[QueueEntry] = []
+        while len(self.ready) and (
+            (args.max_length is not None and len(self.ready) > args.max_length)
+            or (args.max_length_bytes is not None and self.ready.bytes > args.max_length_bytes)
+        ):
+            dropped.append(self.ready.pop())
+        if dropped:
+            self.vhost.dead_letter(self, dropped, "maxlen")
+
+    # ------------------------------------------------------------------ delivery side
+    def check_can_consume(self, consumer: Consumer) -> None:
+        """403 when an exclusive consumer would share the queue."""
+        if (consumer.exclusive and self.consumers) or any(c.exclusive for c in self.consumers):
+            raise access_refused(
+                f"queue '{self.name}' in vhost '{self.vhost.name}' in exclusive use"
+            )
+
+    def add_consumer(self, consumer: Consumer) -> None:
+        self.check_can_consume(consumer)
+        self.consumers.append(consumer)
+        self._had_consumer = True
+        self._cancel_expiry()
+        self.dispatch()
+
+    def remove_consumer(self, consumer: Consumer) -> None:
+        try:
+            index = self.consumers.index(consumer)
+        except ValueError:
+            return
+        del self.consumers[index]
+        if index < self._rr:
+            self._rr -= 1
+        if not self.consumers:
+            if self.auto_delete and self._had_consumer:
+                self.vhost.delete_queue_object(self)
+                return
+            self.touch()
+
+    def dispatch(self) -> None:
+        """Deliver ready messages to consumers that have credit, round-robin."""
+        if self._dispatching or not self.consumers or not len(self.ready):
+            return
+        self._dispatching = True
+        try:
+            ready = self.ready
+            consumers = self.consumers
+            while len(ready) and consumers:
+                count = len(consumers)
+                chosen = None
+                for i in range(count):
+                    candidate = consumers[(self._rr + i) % count]
+                    if candidate.can_take():
+                        chosen = candidate
+                        self._rr = (self._rr + i + 1) % count
+                        break
+                if chosen is None:
+                    return
+                entry = self._take()
+                if entry is None:
+                    return
+                self._hand_over(chosen, entry)
+        finally:
+            self._dispatching = False
+
+    def _hand_over(self, consumer: Consumer, entry: QueueEntry) -> None:
+        redelivered = entry.delivery_count > 0
+        entry.delivery_count += 1
+        self.stats["delivered"] += 1
+        if not consumer.no_ack:
+            self.unacked += 1
+        consumer.deliver(self, entry, redelivered)
+        if consumer.no_ack:
+            self.vhost.settled(self, entry)
+
+    def _take(self) -> QueueEntry | None:
+        """Pop the head, dead-lettering expired messages on the way."""
+        ready = self.ready
+        now = None
+        expired: list[QueueEntry] = []
+        taken = None
+        while len(ready):
+            head = ready.peek()
+            assert head is not None
+            if head.expires_at is not None:
+                now = now if now is not None else self.scheduler.now()
+                if head.expires_at <= now:
+                    expired.append(ready.pop())
+                    continue
+            taken = ready.pop()
+            break
+        if expired:
+            self.vhost.dead_letter(self, expired, "expired")
+        return taken
+
+    def get(self, no_ack: bool) -> tuple[QueueEntry, bool] | None:
+        """basic.get: the head message and its redelivered flag, or None when empty."""
+        self.touch()
+        entry = self._take()
+        if entry is None:
+            return None
+        redelivered = entry.delivery_count > 0
+        entry.delivery_count += 1
+        self.stats["delivered"] += 1
+        if no_ack:
+            self.vhost.settled(self, entry)
+        else:
+            self.unacked += 1
+        return entry, redelivered
+
+    # ------------------------------------------------------------------ settlement
+    def ack(self, entry: QueueEntry) -> None:
+        if self.deleted:
+            return
+        self.unacked -= 1
+        self.stats["acked"] += 1
+        self.vhost.settled(self, entry)
+
+    def requeue(self, entries: Iterable[QueueEntry]) -> None:
+        """Put delivered messages back at their original position."""
+        if self.deleted:
+            return
+        any_back = False
+        for entry in entries:
+            self.unacked -= 1
+            self.ready.requeue(entry)
+            any_back = True
+        if any_back:
+            self.dispatch()
+            self._arm_ttl()
+
+    def discard(self, entries: list[QueueEntry], reason: str = "rejected") -> None:
+        """Reject without requeue: dead-letter if configured, else drop."""
+        if self.deleted:
+            return
+        self.unacked -= len(entries)
+        self.vhost.dead_letter(self, entries, reason)
+
+    def purge(self) -> int:
+        entries = self.ready.clear()
+        for entry in entries:
+            self.vhost.settled(self, entry)
+        return len(entries)
+
+    # ------------------------------------------------------------------ TTL and expiry
+    def _arm_ttl(self) -> None:
+        head = self.ready.peek()
+        if head is None or head.expires_at is None:
+            return
+        due = head.expires_at
+        if self._ttl_due is not None and self._ttl_due <= due:
+            return
+        if self._ttl_timer is not None:
+            self._ttl_timer.cancel()
+        self._ttl_due = due
+        delay = max(0.0, due - self.scheduler.now())
+        self._ttl_timer = self.scheduler.call_later(delay, self._on_ttl_timer)
+
+    def _on_ttl_timer(self) -> None:
+        self._ttl_timer = None
+        self._ttl_due = None
+        if self.deleted:
+            return
+        now = self.scheduler.now()
+        expired: list[QueueEntry] = []
+        while len(self.ready):
+            head = self.ready.peek()
+            assert head is not None
+            if head.expires_at is None or head.expires_at > now:
+                break
+            expired.append(self.ready.pop())
+        if expired:
+            self.vhost.dead_letter(self, expired, "expired")
+        self._arm_ttl()
+
+    def touch(self) -> None:
+        """Reset the x-expires countdown (declare, get, consumer cancel)."""
+        if self.args.expires is None or self.consumers or self.deleted:
+            return
+        self._cancel_expiry()
+        self._expiry_timer = self.scheduler.call_later(self.args.expires / 1000.0, self._on_expire)
+
+    def _cancel_expiry(self) -> None:
+        if self._expiry_timer is not None:
+            self._expiry_timer.cancel()
+            self._expiry_timer = None
+
+    def _on_expire(self) -> None:
+        self._expiry_timer = None
+        if not self.deleted and not self.consumers:
+            self.vhost.delete_queue_object(self)
+
+    # ------------------------------------------------------------------ deletion
+    def mark_deleted(self) -> list[Consumer]:
+        """Called by the vhost when the queue is removed; returns the consumers to notify."""
+        self.deleted = True
+        self._cancel_expiry()
+        if self._ttl_timer is not None:
+            self._ttl_timer.cancel()
+            self._ttl_timer = None
+        consumers, self.consumers = self.consumers, []
+        self.ready.clear()
+        return consumers
+
+    def __repr__(self) -> str:
+        return f"<Queue {self.name!r} in {self.vhost.name!r}>"

@@ -1,0 +1,100 @@
+"""Ready messages of one queue, always in publication order. New messages append; a requeued
+message goes back to its original place. Every message taken out has a lower sequence number than
+every message still in the fresh deque, so requeued ones (a heap) always come first."""
+
+from __future__ import annotations
+
+import heapq
+from collections import deque
+from collections.abc import Iterator
+
+from rabbitish.engine.message import QueueEntry
+
+
+class ReadyList:
+    __slots__ = ("_fresh", "_requeued", "bytes")
+
+    def __init__(self) -> None:
+        self._fresh: deque[QueueEntry] = deque()
+        self._requeued: list[QueueEntry] = []
+        self.bytes = 0
+
+    def __len__(self) -> int:
+        return len(self._fresh) + len(self._requeued)
+
+    def append(self, entry: QueueEntry) -> None:
+        self._fresh.append(entry)
+        self.bytes += entry.message.size
+
+    def requeue(self, entry: QueueEntry) -> None:
+        heapq.heappush(self._requeued, entry)
+        self.bytes += entry.message.size
+
+    def peek(self) -> QueueEntry | None:
+        if self._requeued:
+            return self._requeued[0]
+        return self._fresh[0] if self._fresh else None
+
+    def pop(self) -> QueueEntry:
+        entry = heapq.heappop(self._requeued) if self._requeued else self._fresh.popleft()
+        self.bytes -= entry.message.size
+        return entry
+
+    def clear(self) -> list[QueueEntry]:
+        entries = list(self)
+        self._fresh.clear()
+        self._requeued.clear()
+        self.bytes = 0
+        return entries
+
+    def __iter__(self) -> Iterator[QueueEntry]:
+        yield from sorted(self._requeued)
+        yield from self._fresh
+
+
+class PriorityReady:
+    """x-max-priority queues: one ReadyList per level, highest level served first."""
+
+    __slots__ = ("_levels", "max_priority")
+
+    def __init__(self, max_priority: int) -> None:
+        self.max_priority = max_priority
+        self._levels = [ReadyList() for _ in range(max_priority + 1)]
+
+    def _level(self, entry: QueueEntry) -> ReadyList:
+        return self._levels[min(entry.message.priority, self.max_priority)]
+
+    def __len__(self) -> int:
+        return sum(len(level) for level in self._levels)
+
+    @property
+    def bytes(self) -> int:
+        return sum(level.bytes for level in self._levels)
+
+    def append(self, entry: QueueEntry) -> None:
+        self._level(entry).append(entry)
+
+    def requeue(self, entry: QueueEntry) -> None:
+        self._level(entry).requeue(entry)
+
+    def peek(self) -> QueueEntry | None:
+        for level in reversed(self._levels):
+            if len(level):
+                return level.peek()
+        return None
+
+    def pop(self) -> QueueEntry:
+        for level in reversed(self._levels):
+            if len(level):
+                return level.pop()
+        raise IndexError("pop from an empty queue")
+
+    def clear(self) -> list[QueueEntry]:
+        entries = list(self)
+        for level in self._levels:
+            level.clear()
+        return entries
+
+    def __iter__(self) -> Iterator[QueueEntry]:
+        for level in reversed(self._levels):
+            yield from level

@@ -1,0 +1,1 @@
+"""RabbitMQ-compatible management HTTP API subset. Not built yet."""

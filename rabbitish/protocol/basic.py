@@ -1,0 +1,303 @@
+"""Handlers for the basic class: publish (routing, mandatory returns, confirms, direct reply-to),
+consume / cancel / get, ack / nack / reject, qos and recover."""
+
+from __future__ import annotations
+
+import base64
+import os
+
+from pamqp import commands
+
+from rabbitish.engine.errors import (
+    ConnectionError_,
+    not_implemented,
+    precondition_failed,
+)
+from rabbitish.engine.message import Message
+from rabbitish.protocol import outgoing, properties
+from rabbitish.protocol.channel import Channel, Delivery, handles
+from rabbitish.protocol.codec import CODEC
+from rabbitish.protocol.consumers import Consumer091
+from rabbitish.protocol.wiring import queue_for
+
+REPLY_TO = "amq.rabbitmq.reply-to"
+REPLY_TO_PREFIX = REPLY_TO + "."
+
+
+def _token() -> str:
+    return base64.urlsafe_b64encode(os.urandom(16)).decode().rstrip("=")
+
+
+# ---------------------------------------------------------------------- publish
+def publish(
+    ch: Channel,
+    exchange_name: str,
+    routing_key: str,
+    mandatory: bool,
+    immediate: bool,
+    raw_properties: bytes,
+    body: bytes,
+) -> None:
+    vhost = ch.vhost
+    exchange = vhost.publish_exchange(exchange_name)
+    if immediate:
+        raise not_implemented("immediate=true")
+    try:
+        info = properties.PropertyInfo(raw_properties)
+        if raw_properties[0] & 0x20:  # headers present: validate the table once, here
+            properties.validate(raw_properties)
+    except (ValueError, IndexError) as err:
+        raise ConnectionError_(502, "malformed content header properties").at(60, 40) from err
+    expiration_ms = None
+    if info.expiration is not None:
+        expiration_ms = _parse_expiration(info.expiration)
+    if info.reply_to == REPLY_TO:
+        if ch.reply_to_name is None:
+            raise precondition_failed("fast reply consumer does not exist")
+        raw_properties = properties.with_shortstr(
+            raw_properties, properties.REPLY_TO, ch.reply_to_name
+        )
+    message = Message(
+        exchange_name,
+        routing_key,
+        raw_properties,
+        body,
+        CODEC,
+        persistent=info.delivery_mode == 2,
+        priority=info.priority,
+        expiration_ms=expiration_ms,
+    )
+    seq = 0
+    if ch.mode == "confirm":
+        ch.publish_seq += 1
+        seq = ch.publish_seq
+    if exchange_name == "" and routing_key.startswith(REPLY_TO_PREFIX):
+        target = vhost.reply_to_targets.get(routing_key)
+        if target is not None:
+            target(message)
+        elif mandatory:
+            _return(ch, message)
+        if seq:
+            ch.confirm_published(seq, True)
+        return
+    queues = vhost.route(exchange, routing_key, message)
+    if ch.tx is not None:
+        ch.tx.stage_publish(message, queues, mandatory)
+        return
+    accepted = True
+    for queue in queues:
+        if not queue.enqueue(message):
+            accepted = False
+    if not queues and mandatory:
+        _return(ch, message)
+    if seq:
+        ch.confirm_published(seq, accepted)
+
+
+def _return(ch: Channel, message: Message) -> None:
+    ch.send_content(
+        outgoing.basic_return(ch.id, 312, "NO_ROUTE", message.exchange, message.routing_key),
+        message.raw_properties,
+        message.body,
+    )
+
+
+def _parse_expiration(value: str) -> int:
+    try:
+        ms = int(value)
+    except ValueError:
+        raise precondition_failed(f"invalid expiration '{value}': no_integer") from None
+    if ms < 0:
+        raise precondition_failed(f"invalid expiration '{value}': {{value_negative,{ms}}}")
+    return ms
+
+
+# ---------------------------------------------------------------------- settlement
+def _collect(ch: Channel, tag: int, multiple: bool) -> list[Delivery]:
+    """The deliveries an ack/nack/reject names; 406 for a tag that is not outstanding."""
+    unacked = ch.unacked
+    if multiple:
+        if tag == 0:
+            found = list(unacked.values())
+        else:
+            if tag not in unacked:
+                raise precondition_failed(f"unknown delivery tag {tag}")
+            found = [d for t, d in unacked.items() if t <= tag]
+        for delivery in found:
+            del unacked[delivery.tag]
+        return found
+    delivery = unacked.pop(tag, None)
+    if delivery is None:
+        raise precondition_failed(f"unknown delivery tag {tag}")
+    return [delivery]
+
+
+def ack(ch: Channel, tag: int, multiple: bool) -> None:
+    deliveries = _collect(ch, tag, multiple)
+    if ch.tx is not None:
+        ch.tx.stage_settle(deliveries, "ack")
+        return
+    settle(ch, deliveries, "ack")
+
+
+def settle(ch: Channel, deliveries: list[Delivery], outcome: str) -> None:
+    """Apply ack / requeue / discard to deliveries already removed from the unacked set."""
+    for delivery in deliveries:
+        if delivery.consumer is not None:
+            delivery.consumer.unacked -= 1
+    if outcome == "ack":
+        for delivery in deliveries:
+            delivery.queue.ack(delivery.entry)
+    elif outcome == "requeue":
+        by_queue: dict[int, list[Delivery]] = {}
+        for delivery in deliveries:
+            by_queue.setdefault(id(delivery.queue), []).append(delivery)
+        for group in by_queue.values():
+            group[0].queue.requeue([d.entry for d in group])
+    else:
+        by_queue = {}
+        for delivery in deliveries:
+            by_queue.setdefault(id(delivery.queue), []).append(delivery)
+        for group in by_queue.values():
+            group[0].queue.discard([d.entry for d in group])
+    ch.resume_deliveries()
+
+
+@handles("Basic.Ack")
+def basic_ack(ch: Channel, method: commands.Basic.Ack, payload: bytes) -> None:
+    ack(ch, method.delivery_tag, method.multiple)
+
+
+@handles("Basic.Reject")
+def basic_reject(ch: Channel, method: commands.Basic.Reject, payload: bytes) -> None:
+    deliveries = _collect(ch, method.delivery_tag, False)
+    outcome = "requeue" if method.requeue else "discard"
+    if ch.tx is not None:
+        ch.tx.stage_settle(deliveries, outcome)
+        return
+    settle(ch, deliveries, outcome)
+
+
+@handles("Basic.Nack")
+def basic_nack(ch: Channel, method: commands.Basic.Nack, payload: bytes) -> None:
+    deliveries = _collect(ch, method.delivery_tag, method.multiple)
+    outcome = "requeue" if method.requeue else "discard"
+    if ch.tx is not None:
+        ch.tx.stage_settle(deliveries, outcome)
+        return
+    settle(ch, deliveries, outcome)
+
+
+@handles("Basic.Recover", "Basic.RecoverAsync")
+def basic_recover(ch: Channel, method: commands.Basic.Recover, payload: bytes) -> None:
+    if not method.requeue:
+        raise not_implemented("requeue=false")
+    deliveries = list(ch.unacked.values())
+    ch.unacked.clear()
+    ch.requeue_deliveries(deliveries)
+    if method.name == "Basic.Recover":
+        ch.conn.send_method(ch.id, commands.Basic.RecoverOk())
+    ch.resume_deliveries()
+
+
+# ---------------------------------------------------------------------- consume / get
+@handles("Basic.Qos")
+def basic_qos(ch: Channel, method: commands.Basic.Qos, payload: bytes) -> None:
+    if method.prefetch_size:
+        raise not_implemented(f"prefetch_size!=0 ({method.prefetch_size})")
+    if method.global_:
+        ch.global_prefetch = method.prefetch_count
+    else:
+        ch.prefetch_count = method.prefetch_count
+    ch.conn.send_method(ch.id, commands.Basic.QosOk())
+    ch.resume_deliveries()
+
+
+@handles("Basic.Consume")
+def basic_consume(ch: Channel, method: commands.Basic.Consume, payload: bytes) -> None:
+    tag = method.consumer_tag or "amq.ctag-" + _token()
+    if tag in ch.consumers:
+        raise ConnectionError_(530, f"attempt to reuse consumer tag '{tag}'")
+    if method.queue == REPLY_TO:
+        _consume_reply_to(ch, method, tag)
+        return
+    queue = queue_for(ch, method.queue)
+    consumer = Consumer091(
+        ch,
+        queue,
+        tag,
+        no_ack=method.no_ack,
+        exclusive=method.exclusive,
+        prefetch=ch.prefetch_count,
+        arguments=method.arguments or {},
+    )
+    queue.check_can_consume(consumer)
+    ch.consumers[tag] = consumer
+    if not method.nowait:
+        ch.conn.send_method(ch.id, commands.Basic.ConsumeOk(consumer_tag=tag))
+    queue.add_consumer(consumer)
+
+
+def _consume_reply_to(ch: Channel, method: commands.Basic.Consume, tag: str) -> None:
+    if not method.no_ack:
+        raise precondition_failed("reply consumer cannot acknowledge")
+    if ch.reply_to_name is not None:
+        raise precondition_failed("reply consumer already set")
+    name = REPLY_TO_PREFIX + _token()
+    ch.reply_to_name = name
+    tag_bytes = outgoing.shortstr(tag)
+
+    def deliver(message: Message) -> None:
+        delivery_tag = ch.next_tag
+        ch.next_tag += 1
+        ch.send_content(
+            outgoing.deliver(
+                ch.id,
+                tag_bytes,
+                delivery_tag,
+                False,
+                outgoing.shortstr(message.exchange),
+                outgoing.shortstr(message.routing_key),
+            ),
+            message.raw_properties,
+            message.body,
+        )
+
+    ch.vhost.reply_to_targets[name] = deliver
+    ch.reply_to_tag = tag
+    if not method.nowait:
+        ch.conn.send_method(ch.id, commands.Basic.ConsumeOk(consumer_tag=tag))
+
+
+@handles("Basic.Cancel")
+def basic_cancel(ch: Channel, method: commands.Basic.Cancel, payload: bytes) -> None:
+    consumer = ch.consumers.pop(method.consumer_tag, None)
+    if consumer is None and ch.reply_to_tag == method.consumer_tag and ch.reply_to_name:
+        ch.vhost.reply_to_targets.pop(ch.reply_to_name, None)
+        ch.reply_to_name = None
+    if not method.nowait:
+        ch.conn.send_method(ch.id, commands.Basic.CancelOk(consumer_tag=method.consumer_tag))
+    if consumer is not None:
+        consumer.queue.remove_consumer(consumer)
+
+
+@handles("Basic.Get")
+def basic_get(ch: Channel, method: commands.Basic.Get, payload: bytes) -> None:
+    queue = queue_for(ch, method.queue)
+    got = queue.get(method.no_ack)
+    if got is None:
+        ch.conn.send_method(ch.id, commands.Basic.GetEmpty())
+        return
+    entry, redelivered = got
+    tag = ch.next_tag
+    ch.next_tag += 1
+    if not method.no_ack:
+        ch.unacked[tag] = Delivery(tag, queue, entry, None)
+    message = entry.message
+    ch.send_content(
+        outgoing.get_ok(
+            ch.id, tag, redelivered, message.exchange, message.routing_key, queue.message_count
+        ),
+        message.raw_properties,
+        message.body,
+    )

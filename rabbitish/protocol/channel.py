@@ -1,0 +1,308 @@
+"""One 0-9-1 channel: content assembly (method -> header -> body), method dispatch, channel
+errors and close, unacked deliveries, prefetch and publisher confirms. The handlers for each
+method class live in wiring.py (exchange, queue) and basic.py."""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from pamqp import commands
+from pamqp.base import Frame as Method
+
+from rabbitish.engine.errors import AMQPError, unexpected_frame
+from rabbitish.engine.message import QueueEntry
+from rabbitish.protocol import outgoing
+from rabbitish.protocol.framing import (
+    FRAME_BODY,
+    FRAME_HEADER,
+    FRAME_METHOD,
+    decode_content_header,
+    encode_content,
+    method_ids,
+)
+
+if TYPE_CHECKING:
+    from rabbitish.engine.queue import Queue
+    from rabbitish.protocol.connection import Connection
+    from rabbitish.protocol.consumers import Consumer091
+
+Handler = Callable[["Channel", Method, bytes], None]
+HANDLERS: dict[str, Handler] = {}
+
+
+def handles(*names: str) -> Callable[[Handler], Handler]:
+    """Register a method handler by pamqp name ('Queue.Declare')."""
+
+    def register(fn: Handler) -> Handler:
+        for name in names:
+            HANDLERS[name] = fn
+        return fn
+
+    return register
+
+
+class Delivery:
+    """An unacked delivery: where it came from and which consumer (None for basic.get)."""
+
+    __slots__ = ("consumer", "entry", "queue", "tag")
+
+    def __init__(self, tag: int, queue: Queue, entry: QueueEntry, consumer: Consumer091 | None):
+        self.tag = tag
+        self.queue = queue
+        self.entry = entry
+        self.consumer = consumer
+
+
+class Channel:
+    def __init__(self, conn: Connection, channel_id: int) -> None:
+        self.conn = conn
+        self.id = channel_id
+        assert conn.vhost is not None
+        self.vhost = conn.vhost
+        self.closing = False
+        self.closed = False
+        self.mode: str | None = None  # None, "confirm" or "tx"
+        self.consumers: dict[str, Consumer091] = {}
+        self.unacked: dict[int, Delivery] = {}
+        self.next_tag = 1
+        self.prefetch_count = 0  # applies to consumers created after basic.qos(global=false)
+        self.global_prefetch = 0
+        self.flow_active = True
+        self.last_queue = ""  # the 0-9-1 "most recently declared queue" shortcut
+        self.reply_to_name: str | None = None
+        self.reply_to_tag: str | None = None
+        # publisher confirms
+        self.publish_seq = 0
+        self._confirm_upto = 0
+        self._confirm_sent = 0
+        # content assembly
+        self._content_method: tuple[str, str, bool, bool] | None = None
+        self._body_size = 0
+        self._raw_properties = b""
+        self._body_parts: list[bytes] = []
+        self._received = 0
+        self.tx: Any = None  # engine transaction when in tx mode
+
+    # ------------------------------------------------------------------ frames
+    def handle_frame(self, ftype: int, payload: bytes) -> None:
+        if self.closing:
+            self._while_closing(ftype, payload)
+            return
+        if self._content_method is not None:
+            self._content_frame(ftype, payload)
+            return
+        if ftype != FRAME_METHOD:
+            raise unexpected_frame("expected method frame, got non method frame instead")
+        ids = method_ids(payload)
+        try:
+            if ids == (60, 40):
+                self._start_publish(payload)
+            elif ids == (60, 80):
+                from rabbitish.protocol.basic import ack
+
+                tag, multiple = outgoing.decode_ack(payload)
+                ack(self, tag, multiple)
+            else:
+                method = self.conn._decode(payload)
+                handler = HANDLERS.get(method.name)
+                if handler is None:
+                    self._unexpected_method(method)
+                else:
+                    handler(self, method, payload)
+        except AMQPError as error:
+            error.at(*ids)
+            if error.is_hard:
+                raise
+            self.close_with_error(error)
+        except (IndexError, struct.error, UnicodeDecodeError) as err:
+            from rabbitish.engine.errors import syntax_error
+
+            raise syntax_error(f"malformed method frame {ids[0]}/{ids[1]}").at(*ids) from err
+
+    def _unexpected_method(self, method: Method) -> None:
+        from rabbitish.engine.errors import command_invalid
+        from rabbitish.protocol.connection import _amqp_name
+
+        name = _amqp_name(method.name)
+        if name.startswith("connection."):
+            raise command_invalid(f"{name} on channel {self.id}")
+        raise command_invalid(f"unexpected method {name}")
+
+    def _start_publish(self, payload: bytes) -> None:
+        self._content_method = outgoing.decode_publish(payload)
+        self._raw_properties = b""
+        self._body_parts = []
+        self._received = 0
+        self._body_size = -1  # header not seen yet
+
+    def _content_frame(self, ftype: int, payload: bytes) -> None:
+        if self._body_size < 0:
+            if ftype != FRAME_HEADER:
+                self._content_method = None
+                raise unexpected_frame(
+                    "expected content header for class 60, got non content header frame instead"
+                ).at(60, 40)
+            try:
+                class_id, body_size, raw = decode_content_header(payload)
+            except (ValueError, struct.error) as err:
+                self._content_method = None
+                from rabbitish.engine.errors import frame_error
+
+                raise frame_error("malformed content header").at(60, 40) from err
+            if class_id != 60:
+                self._content_method = None
+                raise unexpected_frame(
+                    f"expected content header for class 60, got one for class {class_id} instead"
+                ).at(60, 40)
+            self._body_size = body_size
+            self._raw_properties = raw
+            if body_size == 0:
+                self._finish_content()
+            return
+        if ftype != FRAME_BODY:
+            self._content_method = None
+            raise unexpected_frame("expected content body, got non content body frame instead").at(
+                60, 40
+            )
+        self._body_parts.append(payload)
+        self._received += len(payload)
+        if self._received >= self._body_size:
+            if self._received > self._body_size:
+                self._content_method = None
+                from rabbitish.engine.errors import frame_error
+
+                raise frame_error(f"type 3, body exceeds the declared size {self._body_size}").at(
+                    60, 40
+                )
+            self._finish_content()
+
+    def _finish_content(self) -> None:
+        method = self._content_method
+        assert method is not None
+        self._content_method = None
+        parts = self._body_parts
+        body = parts[0] if len(parts) == 1 else b"".join(parts)
+        self._body_parts = []
+        from rabbitish.protocol.basic import publish
+
+        try:
+            publish(self, *method, self._raw_properties, body)
+        except AMQPError as error:
+            error.at(60, 40)
+            if error.is_hard:
+                raise
+            self.close_with_error(error)
+
+    def _while_closing(self, ftype: int, payload: bytes) -> None:
+        """After we sent channel.close, everything but close / close-ok is discarded."""
+        if ftype != FRAME_METHOD:
+            return
+        ids = method_ids(payload)
+        if ids == (20, 41):
+            self.closed = True
+            self.conn.channel_closed(self.id)
+        elif ids == (20, 40):
+            self.conn.send_method(self.id, commands.Channel.CloseOk())
+
+    # ------------------------------------------------------------------ errors and close
+    def close_with_error(self, error: AMQPError) -> None:
+        self.conn.send_method(
+            self.id,
+            commands.Channel.Close(
+                reply_code=error.reply_code,
+                reply_text=error.reply_text[:255],
+                class_id=error.class_id,
+                method_id=error.method_id,
+            ),
+        )
+        self.teardown()
+        self.closing = True
+
+    def teardown(self) -> None:
+        """Release what the channel holds: consumers, unacked deliveries (requeued in place),
+        staged transaction work, direct reply-to registration."""
+        if self.closed or self.closing:
+            return
+        for consumer in list(self.consumers.values()):
+            consumer.queue.remove_consumer(consumer)
+        self.consumers.clear()
+        self.tx = None
+        self.requeue_deliveries(list(self.unacked.values()))
+        self.unacked.clear()
+        if self.reply_to_name is not None:
+            self.vhost.reply_to_targets.pop(self.reply_to_name, None)
+            self.reply_to_name = None
+
+    def requeue_deliveries(self, deliveries: list[Delivery]) -> None:
+        by_queue: dict[int, tuple[Queue, list[QueueEntry]]] = {}
+        for delivery in deliveries:
+            if delivery.consumer is not None:
+                delivery.consumer.unacked -= 1
+            by_queue.setdefault(id(delivery.queue), (delivery.queue, []))[1].append(delivery.entry)
+        for queue, entries in by_queue.values():
+            queue.requeue(entries)
+
+    # ------------------------------------------------------------------ deliveries
+    @property
+    def credit_used(self) -> int:
+        return len(self.unacked)
+
+    def deliver(self, consumer: Consumer091, entry: QueueEntry, redelivered: bool) -> None:
+        tag = self.next_tag
+        self.next_tag = tag + 1
+        if not consumer.no_ack:
+            self.unacked[tag] = Delivery(tag, consumer.queue, entry, consumer)
+            consumer.unacked += 1
+        message = entry.message
+        parts = [
+            outgoing.deliver(
+                self.id,
+                consumer.tag_bytes,
+                tag,
+                redelivered,
+                outgoing.shortstr(message.exchange),
+                outgoing.shortstr(message.routing_key),
+            )
+        ]
+        encode_content(self.id, message.raw_properties, message.body, self.conn.frame_max, parts)
+        self.conn.write_many(parts)
+
+    def send_content(self, method_frame: bytes, raw_properties: bytes, body: bytes) -> None:
+        parts = [method_frame]
+        encode_content(self.id, raw_properties, body, self.conn.frame_max, parts)
+        self.conn.write_many(parts)
+
+    def resume_deliveries(self) -> None:
+        for queue in {id(c.queue): c.queue for c in self.consumers.values()}.values():
+            queue.dispatch()
+
+    def consumer_cancelled_by_broker(self, consumer: Consumer091) -> None:
+        self.consumers.pop(consumer.tag, None)
+        if self.conn.capabilities.get("consumer_cancel_notify"):
+            self.conn.send_method(
+                self.id, commands.Basic.Cancel(consumer_tag=consumer.tag, nowait=True)
+            )
+
+    # ------------------------------------------------------------------ confirms
+    def confirm_published(self, seq: int, ok: bool) -> None:
+        """Record the outcome of publish `seq`; acks are coalesced and sent per read batch."""
+        if ok:
+            self._confirm_upto = seq
+            return
+        self._confirm_upto = seq - 1
+        self.flush_confirms()
+        self.conn.write(outgoing.nack(self.id, seq, False))
+        self._confirm_sent = self._confirm_upto = seq
+
+    def flush_confirms(self) -> None:
+        upto, sent = self._confirm_upto, self._confirm_sent
+        if upto > sent:
+            self.conn.write(outgoing.ack(self.id, upto, upto - sent > 1))
+            self._confirm_sent = upto
+
+
+# Handlers register themselves on import.
+from rabbitish.protocol import basic as _basic  # noqa: E402, F401
+from rabbitish.protocol import wiring as _wiring  # noqa: E402, F401

@@ -1,0 +1,91 @@
+"""0-9-1 wire knowledge the engine borrows: the PropertyCodec over raw content properties, and the
+wire type names of declare arguments (RabbitMQ's error texts name them)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from rabbitish.protocol import properties
+
+TYPE_NAMES = {
+    "t": "bool",
+    "b": "byte",
+    "B": "unsignedbyte",
+    "s": "short",
+    "U": "short",
+    "u": "unsignedshort",
+    "I": "signedint",
+    "i": "unsignedint",
+    "l": "long",
+    "L": "long",
+    "f": "float",
+    "d": "double",
+    "D": "decimal",
+    "S": "longstr",
+    "x": "binary",
+    "A": "array",
+    "T": "timestamp",
+    "F": "table",
+    "V": "void",
+}
+
+
+class Amqp091Codec:
+    """PropertyCodec for messages whose properties are 0-9-1 content-header bytes."""
+
+    def headers(self, raw: bytes) -> dict[str, Any]:
+        return properties.headers(raw)
+
+    def with_headers(
+        self, raw: bytes, updates: dict[str, Any], remove: Iterable[str] = ()
+    ) -> bytes:
+        return properties.with_headers(raw, updates, remove)
+
+    def with_expiration(self, raw: bytes, expiration: str | None) -> bytes:
+        return properties.with_shortstr(raw, properties.EXPIRATION, expiration)
+
+
+CODEC = Amqp091Codec()
+
+
+def table_types(table: bytes) -> dict[str, str]:
+    """Key -> wire type name for an encoded field table (with its length prefix)."""
+    try:
+        return {
+            key: TYPE_NAMES.get(chr(value[0]), "longstr")
+            for key, value in properties._table_entries(table)
+        }
+    except (IndexError, ValueError):
+        return {}
+
+
+# Method (class, method) -> (short strings before the table, whether a bits octet precedes it).
+_TABLE_LAYOUT = {
+    (40, 10): (2, True),  # exchange.declare
+    (40, 30): (3, True),  # exchange.bind
+    (40, 40): (3, True),  # exchange.unbind
+    (50, 10): (1, True),  # queue.declare
+    (50, 20): (3, True),  # queue.bind
+    (50, 50): (3, False),  # queue.unbind
+    (60, 20): (2, True),  # basic.consume
+}
+
+
+def argument_types(payload: bytes) -> dict[str, str]:
+    """Wire type names of the `arguments` table of a declare/bind/consume method payload."""
+    layout = _TABLE_LAYOUT.get(
+        (int.from_bytes(payload[0:2], "big"), int.from_bytes(payload[2:4], "big"))
+    )
+    if layout is None:
+        return {}
+    strings, has_bits = layout
+    pos = 6  # class, method, reserved short
+    try:
+        for _ in range(strings):
+            pos += 1 + payload[pos]
+        if has_bits:
+            pos += 1
+        return table_types(payload[pos:])
+    except IndexError:
+        return {}

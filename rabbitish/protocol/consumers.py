@@ -1,0 +1,68 @@
+"""A 0-9-1 consumer as the engine's queues see it: credit comes from the channel's prefetch,
+channel.flow and the connection's output backlog; deliveries become basic.deliver frames."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from rabbitish.engine.message import QueueEntry
+from rabbitish.protocol.outgoing import shortstr
+
+if TYPE_CHECKING:
+    from rabbitish.engine.queue import Queue
+    from rabbitish.protocol.channel import Channel
+
+
+class Consumer091:
+    __slots__ = (
+        "arguments",
+        "channel",
+        "exclusive",
+        "no_ack",
+        "prefetch",
+        "queue",
+        "tag",
+        "tag_bytes",
+        "unacked",
+    )
+
+    def __init__(
+        self,
+        channel: Channel,
+        queue: Queue,
+        tag: str,
+        *,
+        no_ack: bool,
+        exclusive: bool,
+        prefetch: int,
+        arguments: dict[str, Any],
+    ) -> None:
+        self.channel = channel
+        self.queue = queue
+        self.tag = tag
+        self.tag_bytes = shortstr(tag)
+        self.no_ack = no_ack
+        self.exclusive = exclusive
+        self.prefetch = prefetch
+        self.arguments = arguments
+        self.unacked = 0
+
+    def can_take(self) -> bool:
+        channel = self.channel
+        conn = channel.conn
+        if conn.output_blocked:
+            conn.consumers_starved = True
+            return False
+        if not channel.flow_active:
+            return False
+        if self.no_ack:
+            return True
+        if self.prefetch and self.unacked >= self.prefetch:
+            return False
+        return not (channel.global_prefetch and channel.credit_used >= channel.global_prefetch)
+
+    def deliver(self, queue: Queue, entry: QueueEntry, redelivered: bool) -> None:
+        self.channel.deliver(self, entry, redelivered)
+
+    def cancelled_by_broker(self, queue: Queue) -> None:
+        self.channel.consumer_cancelled_by_broker(self)

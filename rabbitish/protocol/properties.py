@@ -1,0 +1,267 @@
+"""Content properties kept as the raw bytes the publisher sent. The broker reads a few fields
+(delivery mode, priority, expiration, headers) by walking the bytes, and when it must change a
+field (x-death, direct reply-to) it splices that one field, so everything else stays byte-exact.
+pamqp re-encodes field tables lossily, so it is used only for values the broker itself writes."""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Iterable
+from typing import Any
+
+from pamqp import decode, encode
+
+CONTENT_TYPE = 0x8000
+CONTENT_ENCODING = 0x4000
+HEADERS = 0x2000
+DELIVERY_MODE = 0x1000
+PRIORITY = 0x0800
+CORRELATION_ID = 0x0400
+REPLY_TO = 0x0200
+EXPIRATION = 0x0100
+MESSAGE_ID = 0x0080
+TIMESTAMP = 0x0040
+TYPE = 0x0020
+USER_ID = 0x0010
+APP_ID = 0x0008
+CLUSTER_ID = 0x0004
+
+# Field order and encoding: 's' shortstr, 't' table, 'o' octet, 'q' longlong.
+_FIELDS: tuple[tuple[int, str, str], ...] = (
+    (CONTENT_TYPE, "content_type", "s"),
+    (CONTENT_ENCODING, "content_encoding", "s"),
+    (HEADERS, "headers", "t"),
+    (DELIVERY_MODE, "delivery_mode", "o"),
+    (PRIORITY, "priority", "o"),
+    (CORRELATION_ID, "correlation_id", "s"),
+    (REPLY_TO, "reply_to", "s"),
+    (EXPIRATION, "expiration", "s"),
+    (MESSAGE_ID, "message_id", "s"),
+    (TIMESTAMP, "timestamp", "q"),
+    (TYPE, "type", "s"),
+    (USER_ID, "user_id", "s"),
+    (APP_ID, "app_id", "s"),
+    (CLUSTER_ID, "cluster_id", "s"),
+)
+_BY_FLAG = {flag: (name, kind) for flag, name, kind in _FIELDS}
+
+_u16 = struct.Struct(">H")
+_u32 = struct.Struct(">I")
+
+
+def _field_end(raw: bytes, pos: int, kind: str) -> int:
+    if kind == "s":
+        return pos + 1 + raw[pos]
+    if kind == "t":
+        return pos + 4 + _u32.unpack_from(raw, pos)[0]
+    if kind == "o":
+        return pos + 1
+    return pos + 8
+
+
+def spans(raw: bytes) -> tuple[int, dict[int, tuple[int, int]]]:
+    """Return (flags, {flag: (start, end)}) for the fields present. Raises ValueError on bytes
+    that do not hold the fields their flags announce."""
+    if len(raw) < 2:
+        raise ValueError("content header property flags are missing")
+    flags = _u16.unpack_from(raw, 0)[0]
+    pos = 2
+    if flags & 1:  # continuation flag words: none are defined for class basic
+        raise ValueError("unexpected property flag continuation")
+    found: dict[int, tuple[int, int]] = {}
+    for flag, _name, kind in _FIELDS:
+        if flags & flag:
+            end = _field_end(raw, pos, kind)
+            if end > len(raw):
+                raise ValueError("content header properties are truncated")
+            found[flag] = (pos, end)
+            pos = end
+    return flags, found
+
+
+def validate(raw: bytes) -> None:
+    """Check that raw properties are well formed (field tables included), so malformed input
+    is refused at publish time rather than breaking a consumer later."""
+    _flags, found = spans(raw)
+    if HEADERS in found:
+        start, end = found[HEADERS]
+        decode.field_table(raw[start:end])
+
+
+class PropertyInfo:
+    """The few fields the broker acts on, read once per published message."""
+
+    __slots__ = ("delivery_mode", "expiration", "priority", "reply_to")
+
+    def __init__(self, raw: bytes) -> None:
+        self.delivery_mode = 0
+        self.priority = 0
+        self.expiration: str | None = None
+        self.reply_to: str | None = None
+        if len(raw) < 2:
+            return
+        flags = _u16.unpack_from(raw, 0)[0]
+        if not flags & (DELIVERY_MODE | PRIORITY | EXPIRATION | REPLY_TO):
+            return
+        _flags, found = spans(raw)
+        if DELIVERY_MODE in found:
+            self.delivery_mode = raw[found[DELIVERY_MODE][0]]
+        if PRIORITY in found:
+            self.priority = raw[found[PRIORITY][0]]
+        if EXPIRATION in found:
+            start, end = found[EXPIRATION]
+            self.expiration = raw[start + 1 : end].decode("utf-8", "replace")
+        if REPLY_TO in found:
+            start, end = found[REPLY_TO]
+            self.reply_to = raw[start + 1 : end].decode("utf-8", "replace")
+
+
+def headers(raw: bytes) -> dict[str, Any]:
+    """Decode the headers table (empty dict when absent)."""
+    if len(raw) < 2 or not _u16.unpack_from(raw, 0)[0] & HEADERS:
+        return {}
+    _flags, found = spans(raw)
+    start, end = found[HEADERS]
+    return decode.field_table(raw[start:end])[1]
+
+
+def _table_entries(table: bytes) -> list[tuple[str, bytes]]:
+    """Split an encoded field table (with its length prefix) into (key, raw value) pairs."""
+    entries: list[tuple[str, bytes]] = []
+    size = _u32.unpack_from(table, 0)[0]
+    pos, end = 4, 4 + size
+    while pos < end:
+        klen = table[pos]
+        key = table[pos + 1 : pos + 1 + klen].decode("utf-8", "replace")
+        vstart = pos + 1 + klen
+        vend = _value_end(table, vstart)
+        entries.append((key, table[vstart:vend]))
+        pos = vend
+    return entries
+
+
+_FIXED = {
+    "t": 1,
+    "b": 1,
+    "B": 1,
+    "U": 2,
+    "u": 2,
+    "s": 2,
+    "I": 4,
+    "i": 4,
+    "L": 8,
+    "l": 8,
+    "f": 4,
+    "d": 8,
+    "D": 5,
+    "T": 8,
+    "V": 0,
+}
+
+
+def _value_end(buf: bytes, pos: int) -> int:
+    kind = chr(buf[pos])
+    if kind in _FIXED:
+        return pos + 1 + _FIXED[kind]
+    if kind in "SxAF":
+        return pos + 5 + _u32.unpack_from(buf, pos + 1)[0]
+    raise ValueError(f"unknown field type {kind!r}")
+
+
+def _encode_value(value: Any) -> bytes:
+    # encode.table_integer etc. are internal; encoding a one-entry table and stripping the key
+    # gives the typed value the same way pamqp would write it.
+    encoded = encode.field_table({"k": value})
+    return encoded[4 + 2 :]
+
+
+def _replace(raw: bytes, flag: int, field_bytes: bytes | None) -> bytes:
+    """Set (or, with None, remove) one property, keeping every other byte as it was."""
+    flags, found = spans(raw)
+    if flag in found:
+        start, end = found[flag]
+    else:
+        # Insert at the position the field would occupy in flag order.
+        start = 2
+        for f, _name, _kind in _FIELDS:
+            if f == flag:
+                break
+            if f in found:
+                start = found[f][1]
+        end = start
+    if field_bytes is None:
+        flags &= ~flag
+        field_bytes = b""
+    else:
+        flags |= flag
+    return _u16.pack(flags) + raw[2:start] + field_bytes + raw[end:]
+
+
+def with_headers(raw: bytes, updates: dict[str, Any], remove: Iterable[str] = ()) -> bytes:
+    """Return raw properties whose headers table has `updates` set (in place if present, else
+    appended) and `remove` dropped; all other headers keep their exact bytes."""
+    _flags, found = spans(raw)
+    if HEADERS in found:
+        start, end = found[HEADERS]
+        entries = _table_entries(raw[start:end])
+    else:
+        entries = []
+    dropped = set(remove)
+    out: list[tuple[str, bytes]] = []
+    pending = dict(updates)
+    for key, value in entries:
+        if key in dropped:
+            continue
+        if key in pending:
+            out.append((key, _encode_value(pending.pop(key))))
+        else:
+            out.append((key, value))
+    out.extend((key, _encode_value(value)) for key, value in pending.items())
+    body = b"".join(bytes([len(k.encode())]) + k.encode() + v for k, v in out)
+    return _replace(raw, HEADERS, _u32.pack(len(body)) + body)
+
+
+def with_shortstr(raw: bytes, flag: int, value: str | None) -> bytes:
+    """Set or remove a shortstr property (reply_to, expiration ...)."""
+    if value is None:
+        return _replace(raw, flag, None)
+    data = value.encode()
+    return _replace(raw, flag, bytes([len(data)]) + data)
+
+
+def encode_properties(**fields: Any) -> bytes:
+    """Encode properties from scratch (used for messages the broker creates itself)."""
+    flags = 0
+    parts: list[bytes] = []
+    for flag, name, kind in _FIELDS:
+        value = fields.get(name)
+        if value is None:
+            continue
+        flags |= flag
+        if kind == "s":
+            data = value.encode()
+            parts.append(bytes([len(data)]) + data)
+        elif kind == "t":
+            parts.append(encode.field_table(value))
+        elif kind == "o":
+            parts.append(bytes([value]))
+        else:
+            parts.append(struct.pack(">Q", value))
+    return _u16.pack(flags) + b"".join(parts)
+
+
+def decode_all(raw: bytes) -> dict[str, Any]:
+    """Every present property as Python values (for inspection, not for forwarding)."""
+    _flags, found = spans(raw)
+    result: dict[str, Any] = {}
+    for flag, (start, end) in found.items():
+        name, kind = _BY_FLAG[flag]
+        if kind == "s":
+            result[name] = raw[start + 1 : end].decode("utf-8", "replace")
+        elif kind == "t":
+            result[name] = decode.field_table(raw[start:end])[1]
+        elif kind == "o":
+            result[name] = raw[start]
+        else:
+            result[name] = struct.unpack_from(">Q", raw, start)[0]
+    return result

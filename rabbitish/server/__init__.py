@@ -1,0 +1,1 @@
+"""asyncio glue only: the listener, per-connection byte pumping, timers."""

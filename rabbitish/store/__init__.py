@@ -1,0 +1,1 @@
+"""Durable store (SQLite); the only place with SQL. Not built yet."""
