@@ -184,6 +184,14 @@ class Queue:
         finally:
             self._dispatching = False
 
+    def suspend_dispatch(self) -> None:
+        """Hold deliveries while a transaction commit applies its effects across queues."""
+        self._dispatching = True
+
+    def resume_dispatch(self) -> None:
+        self._dispatching = False
+        self.dispatch()
+
     def _hand_over(self, consumer: Consumer, entry: QueueEntry) -> None:
         redelivered = entry.delivery_count > 0
         entry.delivery_count += 1

@@ -135,7 +135,7 @@ def _collect(ch: Channel, tag: int, multiple: bool) -> list[Delivery]:
 def ack(ch: Channel, tag: int, multiple: bool) -> None:
     deliveries = _collect(ch, tag, multiple)
     if ch.tx is not None:
-        ch.tx.stage_settle(deliveries, "ack")
+        ch.stage_settle(deliveries, "ack")
         return
     settle(ch, deliveries, "ack")
 
@@ -173,7 +173,7 @@ def basic_reject(ch: Channel, method: commands.Basic.Reject, payload: bytes) -> 
     deliveries = _collect(ch, method.delivery_tag, False)
     outcome = "requeue" if method.requeue else "discard"
     if ch.tx is not None:
-        ch.tx.stage_settle(deliveries, outcome)
+        ch.stage_settle(deliveries, outcome)
         return
     settle(ch, deliveries, outcome)
 
@@ -183,7 +183,7 @@ def basic_nack(ch: Channel, method: commands.Basic.Nack, payload: bytes) -> None
     deliveries = _collect(ch, method.delivery_tag, method.multiple)
     outcome = "requeue" if method.requeue else "discard"
     if ch.tx is not None:
-        ch.tx.stage_settle(deliveries, outcome)
+        ch.stage_settle(deliveries, outcome)
         return
     settle(ch, deliveries, outcome)
 

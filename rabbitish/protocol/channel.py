@@ -6,13 +6,14 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from pamqp import commands
 from pamqp.base import Frame as Method
 
-from rabbitish.engine.errors import AMQPError, unexpected_frame
+from rabbitish.engine.errors import AMQPError, channel_error, unexpected_frame
 from rabbitish.engine.message import QueueEntry
+from rabbitish.engine.transactions import Transaction
 from rabbitish.protocol import outgoing
 from rabbitish.protocol.framing import (
     FRAME_BODY,
@@ -83,13 +84,19 @@ class Channel:
         self._raw_properties = b""
         self._body_parts: list[bytes] = []
         self._received = 0
-        self.tx: Any = None  # engine transaction when in tx mode
+        self.tx: Transaction | None = None  # engine transaction once tx.select was seen
+        self.staged_settlements = 0  # deliveries acked/rejected in the open transaction
+        self.commit_in_progress = False
 
     # ------------------------------------------------------------------ frames
     def handle_frame(self, ftype: int, payload: bytes) -> None:
         if self.closing:
             self._while_closing(ftype, payload)
             return
+        if self.commit_in_progress:
+            raise channel_error("unexpected command while processing 'tx.commit'").at(
+                *method_ids(payload) if ftype == FRAME_METHOD else (0, 0)
+            )
         if self._content_method is not None:
             self._content_frame(ftype, payload)
             return
@@ -228,8 +235,13 @@ class Channel:
         for consumer in list(self.consumers.values()):
             consumer.queue.remove_consumer(consumer)
         self.consumers.clear()
-        self.tx = None
-        self.requeue_deliveries(list(self.unacked.values()))
+        deliveries = list(self.unacked.values())
+        if self.tx is not None:
+            # Acked-but-uncommitted deliveries go back too, in place, with the unacked ones.
+            deliveries.extend(self.tx.rollback())
+            self.tx = None
+            self.staged_settlements = 0
+        self.requeue_deliveries(deliveries)
         self.unacked.clear()
         if self.reply_to_name is not None:
             self.vhost.reply_to_targets.pop(self.reply_to_name, None)
@@ -247,7 +259,20 @@ class Channel:
     # ------------------------------------------------------------------ deliveries
     @property
     def credit_used(self) -> int:
-        return len(self.unacked)
+        """Deliveries counting against global prefetch: settlements staged in a transaction
+        hold their credit until commit, as in RabbitMQ."""
+        return len(self.unacked) + self.staged_settlements
+
+    def stage_settle(self, deliveries: list[Delivery], outcome: str) -> None:
+        assert self.tx is not None
+        self.tx.stage_settle([(d.queue, d.entry) for d in deliveries], outcome, deliveries)
+        self.staged_settlements += len(deliveries)
+
+    def finish_commit(self) -> None:
+        """The commit is complete: tell the client."""
+        if self.commit_in_progress and not (self.closing or self.closed):
+            self.commit_in_progress = False
+            self.conn.send_method(self.id, commands.Tx.CommitOk())
 
     def deliver(self, consumer: Consumer091, entry: QueueEntry, redelivered: bool) -> None:
         tag = self.next_tag
@@ -305,4 +330,5 @@ class Channel:
 
 # Handlers register themselves on import.
 from rabbitish.protocol import basic as _basic  # noqa: E402, F401
+from rabbitish.protocol import tx as _tx  # noqa: E402, F401
 from rabbitish.protocol import wiring as _wiring  # noqa: E402, F401

@@ -109,6 +109,8 @@ class Connection:
         self.paused = False  # transport asked us to stop writing
         self.consumers_starved = False
         self.close_reason: str | None = None
+        # Work to finish once the current input batch is processed (tx.commit-ok).
+        self.pending_completions: list[Callable[[], None]] = []
 
     # ------------------------------------------------------------------ output
     def write(self, data: bytes) -> None:
@@ -167,6 +169,10 @@ class Connection:
         finally:
             for channel in list(self.channels.values()):
                 channel.flush_confirms()
+            if self.pending_completions:
+                completions, self.pending_completions = self.pending_completions, []
+                for complete in completions:
+                    complete()
 
     def _receive_header(self, data: bytes) -> bytes:
         self._header_buffer += data

@@ -1,0 +1,68 @@
+"""The tx class: select, commit, rollback on the engine's Transaction. basic.return for unroutable
+mandatory publishes goes out at commit, before tx.commit-ok; commit-ok itself is sent when the
+commit is complete (end of the current input batch, later: after the store sync). Until then any
+further method on the channel is refused as RabbitMQ refuses it."""
+
+from __future__ import annotations
+
+from pamqp import commands
+
+from rabbitish.engine.errors import precondition_failed
+from rabbitish.engine.transactions import Transaction
+from rabbitish.protocol import outgoing
+from rabbitish.protocol.channel import Channel, Delivery, handles
+
+
+@handles("Tx.Select")
+def tx_select(ch: Channel, method: commands.Tx.Select, payload: bytes) -> None:
+    if ch.mode == "confirm":
+        raise precondition_failed("cannot switch from confirm to tx mode")
+    ch.mode = "tx"
+    if ch.tx is None:
+        ch.tx = Transaction()
+    ch.conn.send_method(ch.id, commands.Tx.SelectOk())
+
+
+def _require_tx(ch: Channel) -> Transaction:
+    if ch.tx is None:
+        raise precondition_failed("channel is not transactional")
+    return ch.tx
+
+
+@handles("Tx.Commit")
+def tx_commit(ch: Channel, method: commands.Tx.Commit, payload: bytes) -> None:
+    tx = _require_tx(ch)
+    result = tx.commit()
+    for message in result.returned:
+        ch.send_content(
+            outgoing.basic_return(ch.id, 312, "NO_ROUTE", message.exchange, message.routing_key),
+            message.raw_properties,
+            message.body,
+        )
+    deliveries: list[Delivery] = result.settled_tokens
+    for delivery in deliveries:
+        if delivery.consumer is not None:
+            delivery.consumer.unacked -= 1
+    ch.staged_settlements -= len(deliveries)
+    ch.commit_in_progress = True
+    if result.queues_touched:
+        # Like RabbitMQ, which waits for the queues involved, the commit is still in progress
+        # for the rest of this input batch; a commit that touched no queue completes at once.
+        ch.conn.pending_completions.append(ch.finish_commit)
+    else:
+        ch.finish_commit()
+    if deliveries:
+        ch.resume_deliveries()
+
+
+@handles("Tx.Rollback")
+def tx_rollback(ch: Channel, method: commands.Tx.Rollback, payload: bytes) -> None:
+    tx = _require_tx(ch)
+    restored: list[Delivery] = tx.rollback()
+    ch.staged_settlements -= len(restored)
+    if restored:
+        merged = dict(ch.unacked)
+        for delivery in restored:
+            merged[delivery.tag] = delivery
+        ch.unacked = dict(sorted(merged.items()))
+    ch.conn.send_method(ch.id, commands.Tx.RollbackOk())
