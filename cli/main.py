@@ -1,29 +1,24 @@
-"""The `rabbitish` command line."""
+"""The `rabbitish` command line (the `rabbitish` script and `python -m rabbitish`).
+
+`serve` takes a fast path that parses its few options with argparse and never imports the
+full command line: typer and what it pulls in cost more than the broker itself to import, and a
+broker should accept connections a moment after it is started."""
 
 from __future__ import annotations
 
-import typer
+import sys
+from typing import Any
 
-from rabbitish.config import Config
-
-app = typer.Typer(
-    help="rabbitish: a RabbitMQ-compatible AMQP broker.", no_args_is_help=True, add_completion=False
-)
+_HELP = frozenset({"--help", "-h"})
 
 
-@app.callback()
-def main() -> None:
-    """rabbitish: a RabbitMQ-compatible AMQP broker."""
+def app(args: list[str] | None = None, prog_name: str = "rabbitish") -> Any:
+    """Entry point: run the command named by `args` (default: sys.argv[1:])."""
+    argv = sys.argv[1:] if args is None else list(args)
+    if argv[:1] == ["serve"] and not _HELP.intersection(argv):
+        from rabbitish.cli.serve import main
 
+        return main(argv[1:], prog=f"{prog_name} serve")
+    from rabbitish.cli.commands import cli
 
-@app.command()
-def serve(
-    host: str = typer.Option("127.0.0.1", help="Address to listen on."),
-    port: int = typer.Option(5672, help="AMQP port (0 picks a free one)."),
-    data_dir: str = typer.Option("./data", help="Data directory, or :memory: for no files."),
-    fsync: str = typer.Option("always", help="always | never"),
-) -> None:
-    """Run the broker in the foreground; Ctrl-C stops it cleanly."""
-    from rabbitish.cli.serve import run
-
-    raise typer.Exit(run(Config(host=host, port=port, data_dir=data_dir, fsync=fsync)))
+    return cli(args=argv, prog_name=prog_name)

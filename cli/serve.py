@@ -1,19 +1,52 @@
-"""`rabbitish serve`: run the broker in the foreground until SIGINT / SIGTERM."""
+"""`rabbitish serve`: run the broker in the foreground until SIGINT / SIGTERM, which close every
+client connection with 320 CONNECTION_FORCED (as RabbitMQ does on shutdown) and exit 0."""
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import logging
 import signal
 import sys
 
-from rabbitish.app import Broker
 from rabbitish.config import Config
+
+DEFAULTS = Config()
+FSYNC_MODES = ("always", "never")
 
 log = logging.getLogger("rabbitish")
 
 
+def parser(prog: str = "rabbitish serve") -> argparse.ArgumentParser:
+    """The options of `serve`; the typer declaration in commands.py mirrors them."""
+    p = argparse.ArgumentParser(prog=prog, description="Run the broker in the foreground.")
+    p.add_argument("--host", default=DEFAULTS.host, help="Address to listen on.")
+    p.add_argument("--port", type=int, default=DEFAULTS.port, help="AMQP port (0: any free).")
+    p.add_argument("--data-dir", default=DEFAULTS.data_dir, help="Data directory, or :memory:.")
+    p.add_argument("--fsync", default=DEFAULTS.fsync, choices=FSYNC_MODES)
+    return p
+
+
+def main(argv: list[str], prog: str = "rabbitish serve") -> int:
+    args = parser(prog).parse_args(argv)
+    return run(Config(host=args.host, port=args.port, data_dir=args.data_dir, fsync=args.fsync))
+
+
+def run(config: Config) -> int:
+    logging.basicConfig(
+        level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(levelname)s %(message)s"
+    )
+    return asyncio.run(serve(config))
+
+
 async def serve(config: Config) -> int:
+    """Start, log the one line saying where we listen, wait for a signal, stop."""
+    from rabbitish.app import Broker
+
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
     broker = Broker(config)
     await broker.start()
     log.info(
@@ -22,18 +55,6 @@ async def serve(config: Config) -> int:
         broker.port,
         config.data_dir,
     )
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, stop.set)
     await stop.wait()
-    log.info("shutting down")
     await broker.stop()
     return 0
-
-
-def run(config: Config) -> int:
-    logging.basicConfig(
-        level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(levelname)s %(message)s"
-    )
-    return asyncio.run(serve(config))

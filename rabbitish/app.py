@@ -17,12 +17,17 @@ from rabbitish.server.scheduler import LoopScheduler
 log = logging.getLogger("rabbitish")
 
 SHUTDOWN_TEXT = "broker forced connection closure with reason 'shutdown'"
+_ANY_ADDRESS = ("", "0.0.0.0", "::")
 
 
 class Broker:
+    """One broker: `await start()` / `await stop()`, or `async with`. Keyword arguments override
+    fields of the Config (port=0 picks a free port; `port` then holds the real one)."""
+
     def __init__(self, config: Config | None = None, **overrides: Any) -> None:
         self.config = replace(config or Config(), **overrides)
         self.node: Node | None = None
+        self.loop: asyncio.AbstractEventLoop | None = None
         self._server: asyncio.base_events.Server | None = None
         self._connections: set[AmqpServerProtocol] = set()
         self.port: int | None = None
@@ -31,10 +36,13 @@ class Broker:
     def url(self) -> str:
         """An amqp:// URL for the default user and vhost."""
         user, password = next(iter(self.config.users.items()))
-        return f"amqp://{quote(user)}:{quote(password)}@{self.config.host}:{self.port}/%2F"
+        host = "127.0.0.1" if self.config.host in _ANY_ADDRESS else self.config.host
+        if ":" in host:
+            host = f"[{host}]"
+        return f"amqp://{quote(user)}:{quote(password)}@{host}:{self.port}/%2F"
 
     async def start(self) -> None:
-        loop = asyncio.get_running_loop()
+        self.loop = loop = asyncio.get_running_loop()
         self.node = Node(LoopScheduler(loop), vhosts=self.config.vhosts, users=self.config.users)
         node, config, registry = self.node, self.config, self._connections
         self._server = await loop.create_server(
@@ -46,13 +54,15 @@ class Broker:
         self.port = self._server.sockets[0].getsockname()[1]
 
     async def stop(self, grace: float = 1.0) -> None:
-        """Close listeners, send connection.close 320 to every client, wait briefly for them."""
+        """Close the listener, send connection.close 320 to every client, give them `grace`
+        seconds to answer, then drop whoever is left."""
         if self._server is not None:
             self._server.close()
         for proto in list(self._connections):
             proto.force_close(320, SHUTDOWN_TEXT)
-        deadline = asyncio.get_running_loop().time() + grace
-        while self._connections and asyncio.get_running_loop().time() < deadline:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + grace
+        while self._connections and loop.time() < deadline:
             await asyncio.sleep(0.01)
         for proto in list(self._connections):
             if proto.transport is not None:

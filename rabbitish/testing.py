@@ -15,7 +15,7 @@ from rabbitish.app import Broker
 @contextmanager
 def running_broker(**overrides: Any) -> Iterator[Broker]:
     """A broker on an ephemeral port (in-memory store unless told otherwise), in its own thread
-    with its own event loop; stopped when the block exits."""
+    with its own event loop (`broker.loop`); stopped when the block exits."""
     overrides.setdefault("port", 0)
     overrides.setdefault("data_dir", ":memory:")
     broker = Broker(**overrides)
@@ -30,6 +30,7 @@ def running_broker(**overrides: Any) -> Iterator[Broker]:
         except BaseException as exc:  # reported to the caller below
             failure.append(exc)
             started.set()
+            loop.close()
             return
         started.set()
         loop.run_forever()
@@ -42,7 +43,6 @@ def running_broker(**overrides: Any) -> Iterator[Broker]:
         raise TimeoutError("broker did not start within 10 s")
     if failure:
         raise failure[0]
-    broker.loop = loop  # type: ignore[attr-defined]
     try:
         yield broker
     finally:

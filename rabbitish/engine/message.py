@@ -8,6 +8,8 @@ import itertools
 from collections.abc import Iterable
 from typing import Any, Protocol
 
+from rabbitish.engine.errors import precondition_failed
+
 
 class PropertyCodec(Protocol):
     """How the engine reads and edits raw message properties without knowing the wire format."""
@@ -15,8 +17,16 @@ class PropertyCodec(Protocol):
     def headers(self, raw: bytes) -> dict[str, Any]: ...
 
     def with_headers(
-        self, raw: bytes, updates: dict[str, Any], remove: Iterable[str] = ()
+        self,
+        raw: bytes,
+        updates: dict[str, Any],
+        remove: Iterable[str] = (),
+        sort_keys: bool = False,
     ) -> bytes: ...
+
+    def expiration(self, raw: bytes) -> str | None:
+        """The expiration property exactly as the publisher wrote it."""
+        ...
 
     def with_expiration(self, raw: bytes, expiration: str | None) -> bytes: ...
 
@@ -33,6 +43,7 @@ class Message:
         "codec",
         "exchange",
         "expiration_ms",
+        "extra_keys",
         "id",
         "persistent",
         "priority",
@@ -61,6 +72,8 @@ class Message:
         self.persistent = persistent
         self.priority = priority
         self.expiration_ms = expiration_ms
+        # CC and BCC routing keys, found when the message is first routed (None: not yet).
+        self.extra_keys: tuple[str, ...] | None = None
         self._headers: dict[str, Any] | None = None
 
     @property
@@ -70,13 +83,28 @@ class Message:
             self._headers = self.codec.headers(self.raw_properties)
         return self._headers
 
+    def reset_headers(self) -> None:
+        """Forget the decoded headers after the raw properties were edited."""
+        self._headers = None
+
     @property
     def size(self) -> int:
         return len(self.body)
 
-    def derive(self, exchange: str, routing_key: str, raw_properties: bytes) -> Message:
+    @property
+    def routing_keys(self) -> list[str]:
+        """The publish routing key followed by the CC and BCC keys."""
+        return [self.routing_key, *(self.extra_keys or ())]
+
+    def derive(
+        self,
+        exchange: str,
+        routing_key: str,
+        raw_properties: bytes,
+        extra_keys: tuple[str, ...] = (),
+    ) -> Message:
         """A copy with new routing and properties (dead-lettering republishes this way)."""
-        return Message(
+        message = Message(
             exchange,
             routing_key,
             raw_properties,
@@ -86,6 +114,50 @@ class Message:
             priority=self.priority,
             expiration_ms=None,
         )
+        message.extra_keys = extra_keys
+        return message
+
+
+MAX_EXPIRATION_MS = 315_360_000_000  # ten years, as RabbitMQ's check_expiry
+
+
+def parse_expiration(value: str) -> int:
+    """The per-message TTL in ms from the expiration property, refused (406) with RabbitMQ's
+    texts, which come from Erlang's string:to_integer: an optional sign and ASCII digits,
+    anything after them is a leftover."""
+    digits_start = 1 if value[:1] in ("+", "-") else 0
+    end = digits_start
+    while end < len(value) and value[end] in "0123456789":
+        end += 1
+    if end == digits_start:
+        raise _bad_expiration(value, "no_integer")
+    if end < len(value):
+        raise _bad_expiration(value, f"{{leftover_string,{_erl_string(value[end:])}}}")
+    ms = int(value[:end])
+    if ms < 0:
+        raise _bad_expiration(value, f"{{value_negative,{ms}}}")
+    if ms > MAX_EXPIRATION_MS:
+        raise _too_large(value, ms)
+    return ms
+
+
+def _too_large(value: str, ms: int) -> Exception:
+    prefix = f"invalid expiration '{value}': "
+    term = f"{{value_too_large,{ms}}}"
+    if len(prefix) + len(term) > 80:  # Erlang's ~p wraps at 80 columns
+        term = f"{{value_too_large,\n{' ' * (len(prefix) + 1)}{ms}}}"
+    return precondition_failed(prefix + term)
+
+
+def _bad_expiration(value: str, detail: str) -> Exception:
+    return precondition_failed(f"invalid expiration '{value}': {detail}")
+
+
+def _erl_string(text: str) -> str:
+    """A string as Erlang's ~p prints it."""
+    if all(32 <= ord(c) < 127 for c in text):
+        return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    return "[" + ",".join(str(ord(c)) for c in text) + "]"
 
 
 class QueueEntry:

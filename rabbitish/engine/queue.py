@@ -69,6 +69,7 @@ class Queue:
         self._expiry_timer: TimerHandle | None = None
         self._had_consumer = False
         self._dispatching = False
+        self._arriving: QueueEntry | None = None
         self.stats = {"published": 0, "delivered": 0, "acked": 0}
         self.touch()
 
@@ -98,9 +99,15 @@ class Queue:
         self.stats["published"] += 1
         if args.max_length is not None or args.max_length_bytes is not None:
             self._drop_head_over_limit()
-        self.dispatch()
+        # A consumer ready to take the message gets it whatever its TTL (even 0), as in
+        # RabbitMQ; only a message left waiting in the queue can expire.
+        self._arriving = entry
+        try:
+            self.dispatch()
+        finally:
+            self._arriving = None
         if entry.expires_at is not None:
-            self._arm_ttl()
+            self._drop_expired()
         return True
 
     def _new_entry(self, message: Message) -> QueueEntry:
@@ -211,7 +218,7 @@ class Queue:
         while len(ready):
             head = ready.peek()
             assert head is not None
-            if head.expires_at is not None:
+            if head.expires_at is not None and head is not self._arriving:
                 now = now if now is not None else self.scheduler.now()
                 if head.expires_at <= now:
                     expired.append(ready.pop())
@@ -288,8 +295,11 @@ class Queue:
     def _on_ttl_timer(self) -> None:
         self._ttl_timer = None
         self._ttl_due = None
-        if self.deleted:
-            return
+        if not self.deleted:
+            self._drop_expired()
+
+    def _drop_expired(self) -> None:
+        """Dead-letter the expired messages at the head, then wait for the next head's TTL."""
         now = self.scheduler.now()
         expired: list[QueueEntry] = []
         while len(self.ready):

@@ -1,10 +1,13 @@
 """Queue arguments: validation at declare time and RabbitMQ's equivalence check on redeclare, with
 the same error texts. Values arrive with their wire type names ('long', 'longstr' ...) because
-RabbitMQ's texts name them."""
+RabbitMQ's texts name them, and error details are rendered the way Erlang's ``~p`` prints them."""
 
 from __future__ import annotations
 
+import datetime
+from collections.abc import Callable
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import Any
 
 from rabbitish.engine.errors import precondition_failed
@@ -12,9 +15,15 @@ from rabbitish.engine.errors import precondition_failed
 INT_TYPES = frozenset(
     {"long", "signedint", "short", "byte", "unsignedbyte", "unsignedshort", "unsignedint"}
 )
+FLOAT_TYPES = frozenset({"float", "double"})
 OVERFLOW_MODES = ("drop-head", "reject-publish", "reject-publish-dlx")
+QUEUE_MODES = ("default", "lazy")
+QUEUE_TYPES = ("classic", "quorum", "stream")
+QUEUE_VERSIONS = (1, 2)
+MAX_PRIORITY = 255
+MAX_EXPIRY_MS = 315_360_000_000  # ten years: RabbitMQ's ceiling for TTLs and x-expires
 
-# Arguments RabbitMQ compares on redeclare; anything else may differ freely.
+# Arguments a classic queue compares on redeclare, in RabbitMQ's order; others may differ.
 EQUIVALENCE_CHECKED = (
     "x-expires",
     "x-message-ttl",
@@ -22,19 +31,101 @@ EQUIVALENCE_CHECKED = (
     "x-dead-letter-routing-key",
     "x-max-length",
     "x-max-length-bytes",
-    "x-max-in-memory-length",
-    "x-max-in-memory-bytes",
     "x-max-priority",
     "x-overflow",
     "x-queue-mode",
+    "x-queue-version",
     "x-single-active-consumer",
     "x-queue-type",
     "x-queue-master-locator",
 )
 
-MAX_TTL_MS = 0xFFFFFFFF * 1000 // 1000  # RabbitMQ's limit for x-message-ttl
+# Arguments RabbitMQ knows for other queue types and refuses on a classic queue.
+NOT_FOR_CLASSIC = frozenset(
+    {
+        "x-max-in-memory-length",
+        "x-max-in-memory-bytes",
+        "x-quorum-initial-group-size",
+        "x-max-age",
+        "x-stream-max-segment-size-bytes",
+        "x-initial-cluster-size",
+        "x-queue-leader-locator",
+        "x-delivery-limit",
+        "x-dead-letter-strategy",
+    }
+)
 
 
+# ---------------------------------------------------------------------- Erlang rendering
+def erl_float(value: float) -> str:
+    """A float as Erlang's ``~p`` prints it: shortest digits, ``2.0e3`` for 2000.0."""
+    sign, digits_t, exponent = Decimal(repr(value)).normalize().as_tuple()
+    digits = "".join(map(str, digits_t)) or "0"
+    place = len(digits) + int(exponent)  # value = 0.digits * 10**place
+    prefix = "-" if sign else ""
+    if digits == "0":
+        return prefix + "0.0"
+    count = len(digits)
+    if 0 < place < count:
+        return f"{prefix}{digits[:place]}.{digits[place:]}"
+    if place == 0:
+        return f"{prefix}0.{digits}"
+    exp_text = str(place - 1)
+    exp_cost = len(exp_text) + 1 + (2 if count == 1 else 1)
+    exp_form = f"{digits[0]}.{digits[1:] or '0'}e{exp_text}"
+    if place < 0:
+        plain = "0." + "0" * -place + digits
+        return prefix + (plain if 2 - place <= exp_cost else exp_form)
+    plain = digits + "0" * (place - count) + ".0"
+    return prefix + (plain if place - count + 2 <= exp_cost else exp_form)
+
+
+_ESCAPES = {8: b"\\b", 9: b"\\t", 10: b"\\n", 11: b"\\v", 12: b"\\f", 13: b"\\r", 27: b"\\e"}
+_PRINTABLE = frozenset(range(32, 127)) | frozenset(range(160, 256)) | frozenset(_ESCAPES)
+
+
+def erl_binary(value: bytes | str) -> str:
+    """A binary as ``~p`` prints it: ``<<"text">>`` when every byte is printable latin-1
+    (written out as is), else the byte values ``<<1,2>>``."""
+    data = value.encode() if isinstance(value, str) else value
+    if not data:
+        return "<<>>"
+    if not all(b in _PRINTABLE for b in data):
+        return "<<" + ",".join(str(b) for b in data) + ">>"
+    out = bytearray()
+    for b in data:
+        if b in (0x22, 0x5C):  # " and \
+            out += b"\\" + bytes([b])
+        else:
+            out += _ESCAPES.get(b, bytes([b]))
+    return '<<"' + out.decode("utf-8", "replace") + '">>'
+
+
+def erl_term(value: Any) -> str:
+    """``~p`` of a decoded field value (strings are binaries in RabbitMQ)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if value is None:
+        return "undefined"
+    if isinstance(value, float):
+        return erl_float(value)
+    if isinstance(value, str | bytes):
+        return erl_binary(value)
+    if isinstance(value, datetime.datetime):
+        return str(int(value.timestamp()))
+    return str(value)
+
+
+def format_value(value: Any) -> str:
+    """A value as RabbitMQ's equivalence texts print it: binaries raw, the rest with ``~p``."""
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "replace")
+    if isinstance(value, str):
+        return value
+    return erl_term(value)
+
+
+# ---------------------------------------------------------------------- equivalence
 def python_type_name(value: Any) -> str:
     """The wire type name for a value whose wire type is unknown (engine-internal callers)."""
     if isinstance(value, bool):
@@ -54,17 +145,6 @@ def python_type_name(value: Any) -> str:
     return "longstr"
 
 
-def format_value(value: Any) -> str:
-    """Erlang-ish rendering of a value, as RabbitMQ prints it in error texts."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, bytes):
-        return value.decode("utf-8", "replace")
-    if value is None:
-        return "undefined"
-    return str(value)
-
-
 def describe(typed: tuple[str, Any] | None) -> str:
     if typed is None:
         return "none"
@@ -73,7 +153,19 @@ def describe(typed: tuple[str, Any] | None) -> str:
 
 
 def _type_class(type_name: str) -> str:
-    return "int" if type_name in INT_TYPES else type_name
+    if type_name in INT_TYPES:
+        return "int"
+    return "float" if type_name in FLOAT_TYPES else type_name
+
+
+def _typed(args: dict[str, Any], types: dict[str, str], key: str) -> tuple[str, Any] | None:
+    if key not in args:
+        return None
+    value = args[key]
+    typed = (types.get(key) or python_type_name(value), value)
+    if key == "x-queue-type" and typed[0] == "longstr" and format_value(value) == "classic":
+        return None  # an explicit classic type is the default one
+    return typed
 
 
 def check_args_equivalence(
@@ -90,76 +182,144 @@ def check_args_equivalence(
         new = _typed(requested, requested_types, key)
         if old == new:
             continue
-        if (
-            old is not None
-            and new is not None
-            and _type_class(old[0]) == _type_class(new[0])
-            and old[1] == new[1]
-        ):
+        if old is None or new is None:
+            raise precondition_failed(
+                f"inequivalent arg '{key}' for {resource}: received {describe(new)} "
+                f"but current is {describe(old)}"
+            )
+        if _type_class(old[0]) == _type_class(new[0]) and old[1] == new[1]:
             continue
-        raise precondition_failed(
-            f"inequivalent arg '{key}' for {resource}: received {describe(new)} "
-            f"but current is {describe(old)}"
-        )
+        check_field_equivalence(resource, key, old[1], new[1])
+
+
+def _erl_kind(value: Any) -> type:
+    """Erlang compares exactly: 1, 1.0 and true are three different terms."""
+    if isinstance(value, bool):
+        return bool
+    if isinstance(value, str | bytes):
+        return bytes
+    return type(value)
 
 
 def check_field_equivalence(resource: str, key: str, current: Any, requested: Any) -> None:
-    if current != requested:
+    if current != requested or _erl_kind(current) is not _erl_kind(requested):
         raise precondition_failed(
             f"inequivalent arg '{key}' for {resource}: received '{format_value(requested)}' "
             f"but current is '{format_value(current)}'"
         )
 
 
-def _typed(args: dict[str, Any], types: dict[str, str], key: str) -> tuple[str, Any] | None:
-    if key not in args:
+# ---------------------------------------------------------------------- declare-time checks
+Check = Callable[[str, Any, dict[str, Any]], str | None]
+
+
+def _int(type_name: str, value: Any, args: dict[str, Any]) -> str | None:
+    if type_name in INT_TYPES and not isinstance(value, bool):
         return None
-    value = args[key]
-    return (types.get(key) or python_type_name(value), value)
+    return f'"expected integer, got {type_name}"'
 
 
-def _invalid(key: str, resource: str, reason: str) -> Exception:
-    return precondition_failed(f"invalid arg '{key}' for {resource}: {reason}")
+def _non_neg_int(type_name: str, value: Any, args: dict[str, Any]) -> str | None:
+    error = _int(type_name, value, args)
+    if error is None and value < 0:
+        return f"{{value_negative,{value}}}"
+    return error
+
+
+def _expiry(value: int) -> str | None:
+    if value > MAX_EXPIRY_MS:
+        return f"{{value_too_large,{value}}}"
+    if value < 0:
+        return f"{{value_negative,{value}}}"
+    return None
+
+
+def _expires(type_name: str, value: Any, args: dict[str, Any]) -> str | None:
+    error = _int(type_name, value, args)
+    if error is None and value == 0:
+        return f"{{value_zero,{value}}}"
+    return error or _expiry(value)
+
+
+def _message_ttl(type_name: str, value: Any, args: dict[str, Any]) -> str | None:
+    return _int(type_name, value, args) or _expiry(value)
+
+
+def _max_priority(type_name: str, value: Any, args: dict[str, Any]) -> str | None:
+    error = _non_neg_int(type_name, value, args)
+    if error is None and value > MAX_PRIORITY:
+        return f"{{max_value_exceeded,{value}}}"
+    return error
+
+
+def _queue_version(type_name: str, value: Any, args: dict[str, Any]) -> str | None:
+    error = _non_neg_int(type_name, value, args)
+    if error is None and value not in QUEUE_VERSIONS:
+        return f"\"unsupported queue version '{value}'\""
+    return error
+
+
+def _longstr(type_name: str) -> str | None:
+    return None if type_name == "longstr" else f"{{unacceptable_type,{type_name}}}"
+
+
+def _dlx_routing_key(type_name: str, value: Any, args: dict[str, Any]) -> str | None:
+    error = _longstr(type_name)
+    if error is None and "x-dead-letter-exchange" not in args:
+        return "routing_key_but_no_dlx_defined"
+    return error
+
+
+def _one_of(allowed: tuple[str, ...], detail: Callable[[str], str]) -> Check:
+    def check(type_name: str, value: Any, args: dict[str, Any]) -> str | None:
+        error = _longstr(type_name)
+        if error is None and format_value(value) not in allowed:
+            return detail(format_value(value))
+        return error
+
+    return check
+
+
+def _bool(type_name: str, value: Any, args: dict[str, Any]) -> str | None:
+    return None if type_name == "bool" else f"{{unacceptable_type,{type_name}}}"
+
+
+DECLARE_CHECKS: tuple[tuple[str, Check], ...] = (
+    ("x-expires", _expires),
+    ("x-message-ttl", _message_ttl),
+    ("x-dead-letter-routing-key", _dlx_routing_key),
+    ("x-max-length", _non_neg_int),
+    ("x-max-length-bytes", _non_neg_int),
+    ("x-max-priority", _max_priority),
+    ("x-overflow", _one_of(OVERFLOW_MODES, lambda _v: "invalid_overflow")),
+    ("x-queue-mode", _one_of(QUEUE_MODES, lambda v: f"\"unsupported queue mode '{v}'\"")),
+    ("x-queue-version", _queue_version),
+    ("x-single-active-consumer", _bool),
+    ("x-queue-type", _one_of(QUEUE_TYPES, lambda v: f"\"unsupported queue type '{v}'\"")),
+)
 
 
 def validate_queue_arguments(resource: str, args: dict[str, Any], types: dict[str, str]) -> None:
-    """RabbitMQ's declare-time checks of x- arguments (406 `invalid arg ...`)."""
+    """RabbitMQ's declare-time checks of a new classic queue's x- arguments, in its order."""
 
-    def int_arg(key: str, *, positive: bool = False, maximum: int | None = None) -> None:
-        if key not in args:
-            return
-        type_name = types.get(key) or python_type_name(args[key])
-        value = args[key]
-        if type_name not in INT_TYPES or isinstance(value, bool):
-            raise _invalid(key, resource, f"{{unacceptable_type,{type_name}}}")
-        if value < 0:
-            raise _invalid(key, resource, f"{{value_negative,{value}}}")
-        if positive and value == 0:
-            raise _invalid(key, resource, f"{{value_zero,{value}}}")
-        if maximum is not None and value > maximum:
-            raise _invalid(key, resource, f"{{value_too_large,{value},{maximum}}}")
+    def type_of(key: str) -> str:
+        return types.get(key) or python_type_name(args[key])
 
-    def str_arg(key: str) -> None:
-        if key not in args:
-            return
-        type_name = types.get(key) or python_type_name(args[key])
-        if type_name != "longstr":
-            raise _invalid(key, resource, f"{{unacceptable_type,{type_name}}}")
-
-    int_arg("x-expires", positive=True)
-    int_arg("x-message-ttl", maximum=MAX_TTL_MS)
-    int_arg("x-max-length")
-    int_arg("x-max-length-bytes")
-    int_arg("x-max-priority", maximum=255)
-    str_arg("x-dead-letter-exchange")
-    str_arg("x-dead-letter-routing-key")
-    if "x-dead-letter-routing-key" in args and "x-dead-letter-exchange" not in args:
-        raise _invalid("x-dead-letter-routing-key", resource, "routing_key_but_no_dlx_defined")
-    if "x-overflow" in args:
-        str_arg("x-overflow")
-        mode = format_value(args["x-overflow"])
-        if mode not in OVERFLOW_MODES:
-            raise _invalid("x-overflow", resource, f'{{invalid_overflow,<<"{mode}">>}}')
+    if "x-dead-letter-exchange" in args and type_of("x-dead-letter-exchange") != "longstr":
+        raise precondition_failed(
+            f"invalid type '{type_of('x-dead-letter-exchange')}' for arg "
+            f"'x-dead-letter-exchange' in {resource}"
+        )
+    for key, check in DECLARE_CHECKS:
+        if key in args:
+            error = check(type_of(key), args[key], args)
+            if error is not None:
+                raise precondition_failed(f"invalid arg '{key}' for {resource}: {error}")
+    for key in args:
+        if key in NOT_FOR_CLASSIC:
+            raise precondition_failed(
+                f"invalid arg '{key}' for {resource} of queue type rabbit_classic_queue"
+            )
 
 
 def _as_str(value: Any) -> str | None:

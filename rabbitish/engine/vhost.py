@@ -6,28 +6,27 @@ from __future__ import annotations
 
 import base64
 import os
-import time
 from collections.abc import Callable
 from typing import Any
 
 from rabbitish.engine.clock import Scheduler
+from rabbitish.engine.dead_letter import dead_message, header_routes, is_cycle
 from rabbitish.engine.errors import (
     AMQPError,
-    ConnectionError_,
     access_refused,
     not_found,
     precondition_failed,
     resource_locked,
 )
 from rabbitish.engine.exchanges.base import Binding, Exchange, freeze
-from rabbitish.engine.exchanges.direct import DirectExchange
-from rabbitish.engine.exchanges.registry import EXCHANGE_TYPES
+from rabbitish.engine.exchanges.registry import DefaultExchange, exchange_type
 from rabbitish.engine.message import Message, QueueEntry
 from rabbitish.engine.queue import Queue
 from rabbitish.engine.queue_args import (
     EQUIVALENCE_CHECKED,
     check_args_equivalence,
     check_field_equivalence,
+    python_type_name,
     validate_queue_arguments,
 )
 
@@ -41,18 +40,6 @@ PREDECLARED = (
 DEFAULT_EXCHANGE_DENIED = "operation not permitted on the default exchange"
 
 
-class DefaultExchange(DirectExchange):
-    """The nameless exchange: routes to the queue named by the routing key; cannot be bound."""
-
-    def __init__(self, vhost: VirtualHost) -> None:
-        super().__init__(vhost.name, "", durable=True)
-        self._owner = vhost
-
-    def match(self, message: Message, routing_key: str) -> Any:
-        queue = self._owner.queues.get(routing_key)
-        return (queue,) if queue is not None else ()
-
-
 class VirtualHost:
     def __init__(self, name: str, scheduler: Scheduler) -> None:
         self.name = name
@@ -63,9 +50,9 @@ class VirtualHost:
         self.exchange_arg_types: dict[str, dict[str, str]] = {}
         # Direct reply-to: pseudo-queue name -> deliver function of the consuming channel.
         self.reply_to_targets: dict[str, Callable[[Message], None]] = {}
-        self.exchanges[""] = DefaultExchange(self)
+        self.exchanges[""] = DefaultExchange(self.name, self.queues)
         for name_, type_ in PREDECLARED:
-            self.exchanges[name_] = EXCHANGE_TYPES[type_](self.name, name_, durable=True)
+            self.exchanges[name_] = exchange_type(type_)(self.name, name_, durable=True)
 
     # ------------------------------------------------------------------ naming
     def rs(self, kind: str, name: str) -> str:
@@ -91,16 +78,17 @@ class VirtualHost:
         arguments: dict[str, Any] | None = None,
         arg_types: dict[str, str] | None = None,
     ) -> Exchange:
+        """exchange.declare with RabbitMQ's order of checks: type, default exchange, then
+        equivalence with an existing exchange or name and argument checks for a new one."""
         arguments = arguments or {}
         arg_types = arg_types or {}
         if passive:
             if name == "":
-                return self.exchanges[""]
+                raise access_refused(DEFAULT_EXCHANGE_DENIED)
             return self.exchange(name)
+        cls = exchange_type(type_)
         if name == "":
             raise access_refused(DEFAULT_EXCHANGE_DENIED)
-        if name.startswith("amq."):
-            raise access_refused(f"exchange name '{name}' contains reserved prefix 'amq.*'")
         existing = self.exchanges.get(name)
         if existing is not None:
             resource = self.rs("exchange", name)
@@ -117,9 +105,18 @@ class VirtualHost:
                 ("alternate-exchange",),
             )
             return existing
-        cls = EXCHANGE_TYPES.get(type_)
-        if cls is None:
-            raise ConnectionError_(503, f"invalid exchange type '{type_}'")
+        if name.startswith("amq."):
+            raise access_refused(f"exchange name '{name}' contains reserved prefix 'amq.*'")
+        ae_type = arg_types.get("alternate-exchange") or (
+            python_type_name(arguments["alternate-exchange"])
+            if "alternate-exchange" in arguments
+            else "longstr"
+        )
+        if ae_type != "longstr":
+            raise precondition_failed(
+                f"invalid type '{ae_type}' for arg 'alternate-exchange' in "
+                f"{self.rs('exchange', name)}"
+            )
         exchange = cls(
             self.name,
             name,
@@ -133,14 +130,16 @@ class VirtualHost:
         return exchange
 
     def delete_exchange(self, name: str, *, if_unused: bool = False) -> None:
+        """exchange.delete: the default and amq.* exchanges are refused; a missing exchange
+        is fine; if_unused looks at bindings from the exchange only."""
         if name == "":
             raise access_refused(DEFAULT_EXCHANGE_DENIED)
         if name.startswith("amq."):
-            raise access_refused(f"exchange name '{name}' contains reserved prefix 'amq.*'")
+            raise access_refused(f"deletion of system {self.rs('exchange', name)} not allowed")
         exchange = self.exchanges.get(name)
         if exchange is None:
-            raise not_found(f"no {self.rs('exchange', name)}")
-        if if_unused and (exchange.bindings or self._bindings_to(exchange)):
+            return
+        if if_unused and exchange.bindings:
             raise precondition_failed(f"{self.rs('exchange', name)} in use")
         self._remove_exchange(exchange)
 
@@ -178,11 +177,14 @@ class VirtualHost:
 
     def check_exclusive(self, queue: Queue, owner: object | None) -> None:
         if queue.exclusive_owner is not None and queue.exclusive_owner is not owner:
-            raise resource_locked(
-                f"cannot obtain exclusive access to locked {self.rs('queue', queue.name)}. "
-                "It could be originally declared on another connection or the exclusive "
-                "property value does not match that of the original declaration."
-            )
+            raise self._locked(queue)
+
+    def _locked(self, queue: Queue) -> AMQPError:
+        return resource_locked(
+            f"cannot obtain exclusive access to locked {self.rs('queue', queue.name)}. "
+            "It could be originally declared on another connection or the exclusive "
+            "property value does not match that of the original declaration."
+        )
 
     @staticmethod
     def generate_queue_name() -> str:
@@ -200,6 +202,8 @@ class VirtualHost:
         arguments: dict[str, Any] | None = None,
         arg_types: dict[str, str] | None = None,
     ) -> Queue:
+        """queue.declare with RabbitMQ's order of checks. An existing queue must match
+        exactly in exclusivity (405), then durable, auto_delete and arguments (406)."""
         arguments = arguments or {}
         arg_types = arg_types or {}
         if passive:
@@ -215,9 +219,10 @@ class VirtualHost:
         existing = self.queues.get(name)
         resource = self.rs("queue", name)
         if existing is not None:
+            if existing.exclusive_owner is not (owner if exclusive else None):
+                raise self._locked(existing)
             check_field_equivalence(resource, "durable", existing.durable, durable)
             check_field_equivalence(resource, "auto_delete", existing.auto_delete, auto_delete)
-            self.check_exclusive(existing, owner if exclusive else None)
             check_args_equivalence(
                 resource,
                 existing.arguments,
@@ -242,6 +247,29 @@ class VirtualHost:
         self.queue_arg_types[name] = dict(arg_types)
         return queue
 
+    def restore_queue(
+        self,
+        name: str,
+        *,
+        durable: bool = True,
+        auto_delete: bool = False,
+        arguments: dict[str, Any] | None = None,
+        arg_types: dict[str, str] | None = None,
+    ) -> Queue:
+        """Recreate a queue from storage: no name or argument checks (a server-named
+        'amq.gen-' queue is valid here, and its arguments were checked when declared)."""
+        queue = Queue(
+            self,
+            name,
+            durable=durable,
+            auto_delete=auto_delete,
+            arguments=arguments or {},
+            scheduler=self.scheduler,
+        )
+        self.queues[name] = queue
+        self.queue_arg_types[name] = dict(arg_types or {})
+        return queue
+
     def delete_queue(
         self, name: str, *, owner: object | None, if_unused: bool = False, if_empty: bool = False
     ) -> int:
@@ -252,7 +280,7 @@ class VirtualHost:
         if if_unused and queue.consumers:
             raise precondition_failed(f"{self.rs('queue', name)} in use")
         if if_empty and queue.message_count:
-            raise precondition_failed(f"{self.rs('queue', name)} is not empty")
+            raise precondition_failed(f"{self.rs('queue', name)} not empty")
         count = queue.message_count
         self.delete_queue_object(queue)
         return count
@@ -275,11 +303,6 @@ class VirtualHost:
             self.delete_queue_object(queue)
 
     # ------------------------------------------------------------------ bindings
-    def _bind_check(self, source_name: str) -> Exchange:
-        if source_name == "":
-            raise access_refused(DEFAULT_EXCHANGE_DENIED)
-        return self.exchange(source_name)
-
     def bind(
         self,
         destination: Queue | Exchange,
@@ -287,7 +310,8 @@ class VirtualHost:
         routing_key: str,
         arguments: dict[str, Any] | None = None,
     ) -> None:
-        source = self._bind_check(source_name)
+        """Add a binding between objects already resolved (recovery, internal callers)."""
+        source = self.exchange(source_name)
         source.add_binding(Binding(source, destination, routing_key, dict(arguments or {})))
 
     def unbind(
@@ -297,10 +321,66 @@ class VirtualHost:
         routing_key: str,
         arguments: dict[str, Any] | None = None,
     ) -> None:
-        source = self._bind_check(source_name)
+        """Remove a binding between objects already resolved; missing is fine."""
+        source = self.exchanges.get(source_name)
+        if source is None:
+            return
         key = (id(destination), routing_key, freeze(dict(arguments or {})))
         if source.remove_binding(key) is not None:
             self._maybe_auto_delete(source)
+
+    def _destination(self, kind: str, name: str) -> Queue | Exchange | None:
+        return (self.queues if kind == "queue" else self.exchanges).get(name)
+
+    def _refuse_default(self, kind: str, destination_name: str, source_name: str) -> None:
+        if source_name == "" or (kind == "exchange" and destination_name == ""):
+            raise access_refused(DEFAULT_EXCHANGE_DENIED)
+
+    def add_binding(
+        self,
+        kind: str,
+        destination_name: str,
+        source_name: str,
+        routing_key: str,
+        arguments: dict[str, Any],
+        arg_types: dict[str, str],
+        owner: object | None,
+    ) -> None:
+        """queue.bind / exchange.bind in RabbitMQ's order of checks: default exchange (403),
+        source then destination (404), binding arguments (406), exclusive queue (405)."""
+        self._refuse_default(kind, destination_name, source_name)
+        source = self.exchange(source_name)
+        destination = self._destination(kind, destination_name)
+        if destination is None:
+            raise not_found(f"no {self.rs(kind, destination_name)}")
+        source.validate_binding(arguments, arg_types)
+        if isinstance(destination, Queue):
+            self.check_exclusive(destination, owner)
+        source.add_binding(Binding(source, destination, routing_key, dict(arguments)))
+
+    def remove_binding(
+        self,
+        kind: str,
+        destination_name: str,
+        source_name: str,
+        routing_key: str,
+        arguments: dict[str, Any],
+        owner: object | None,
+    ) -> None:
+        """queue.unbind / exchange.unbind: unbinding what does not exist succeeds, as in
+        RabbitMQ; an auto-delete source goes with its last binding."""
+        self._refuse_default(kind, destination_name, source_name)
+        source = self.exchanges.get(source_name)
+        destination = self._destination(kind, destination_name)
+        if source is None or destination is None:
+            return
+        key = (id(destination), routing_key, freeze(dict(arguments)))
+        if key not in source.bindings:
+            return
+        if isinstance(destination, Queue):
+            self.check_exclusive(destination, owner)
+        source.remove_binding(key)
+        self._maybe_auto_delete(source)
 
     # ------------------------------------------------------------------ routing
     def publish_exchange(self, name: str) -> Exchange:
@@ -313,43 +393,67 @@ class VirtualHost:
         return exchange
 
     def route(self, exchange: Exchange, routing_key: str, message: Message) -> list[Queue]:
-        """Queues a message reaches: follows exchange-to-exchange bindings and alternate
-        exchanges; every queue at most once."""
+        """Queues a message reaches: every routing key (CC and BCC headers add keys), through
+        exchange-to-exchange bindings and alternate exchanges; each queue at most once."""
+        if message.extra_keys is None:
+            message.extra_keys = self._sender_selected_keys(message)
+        if not message.extra_keys and isinstance(exchange, DefaultExchange):
+            queue = self.queues.get(routing_key)  # the common case, kept short
+            return [queue] if queue is not None else []
+        keys = [routing_key, *message.extra_keys]
         queues: dict[int, Queue] = {}
         seen: set[int] = set()
-        self._route_into(exchange, routing_key, message, queues, seen)
+        self._route_into(exchange, keys, message, queues, seen)
         return list(queues.values())
+
+    def _sender_selected_keys(self, message: Message) -> tuple[str, ...]:
+        """CC and BCC routing keys; BCC is removed from the message as RabbitMQ does."""
+        raw = message.raw_properties
+        if b"\x02CC" not in raw and b"\x03BCC" not in raw:
+            return ()
+        headers = message.headers
+        for key in ("CC", "BCC"):
+            value = headers.get(key)
+            if value is not None and not isinstance(value, list):
+                raise precondition_failed(
+                    f'invalid message: {{unacceptable_type_in_header,"{key}",'
+                    f"{python_type_name(value)}}}"
+                )
+        if "BCC" in headers:
+            message.raw_properties = message.codec.with_headers(raw, {}, ("BCC",))
+            message.reset_headers()
+        return tuple(header_routes(headers))
 
     def _route_into(
         self,
         exchange: Exchange,
-        routing_key: str,
+        keys: list[str],
         message: Message,
         queues: dict[int, Queue],
         seen: set[int],
     ) -> None:
-        if id(exchange) in seen:
-            return
         seen.add(id(exchange))
-        before = len(queues)
-        matched = False
-        for destination in exchange.match(message, routing_key):
-            matched = True
-            if isinstance(destination, Queue):
-                queues[id(destination)] = destination
-            else:
-                self._route_into(destination, routing_key, message, queues, seen)
-        if (not matched or len(queues) == before) and exchange.alternate_exchange is not None:
+        destinations: list[Any] = []
+        for key in keys if exchange.uses_routing_key else keys[:1]:
+            destinations.extend(exchange.match(message, key))
+        if not destinations and exchange.alternate_exchange is not None:
             alternate = self.exchanges.get(exchange.alternate_exchange)
             if alternate is not None:
-                self._route_into(alternate, routing_key, message, queues, seen)
+                destinations.append(alternate)
+        for destination in destinations:
+            if isinstance(destination, Queue):
+                queues[id(destination)] = destination
+            elif id(destination) not in seen:
+                self._route_into(destination, keys, message, queues, seen)
 
     # ------------------------------------------------------------------ settlement hooks
     def settled(self, queue: Queue, entry: QueueEntry) -> None:
         """A message left a queue for good (acked, dropped, purged). The store hooks in here."""
 
     def dead_letter(self, queue: Queue, entries: list[QueueEntry], reason: str) -> None:
-        """Republish to the queue's dead-letter exchange with an x-death record, or drop."""
+        """Republish to the queue's dead-letter exchange with an x-death record, or drop.
+        A message that would close a loop of automatic deaths is not delivered to the queue
+        that closes it."""
         for entry in entries:
             self.settled(queue, entry)
         dlx_name = queue.args.dead_letter_exchange
@@ -358,72 +462,12 @@ class VirtualHost:
         dlx = self.exchanges.get(dlx_name)
         if dlx is None:
             return
+        routing_key = queue.args.dead_letter_routing_key
         for entry in entries:
-            message = entry.message
-            routing_key = queue.args.dead_letter_routing_key or message.routing_key
-            headers = message.headers
-            deaths = self._x_death(headers, queue, message, reason)
-            updates: dict[str, Any] = {"x-death": deaths}
-            for key, value in (
-                ("x-first-death-reason", reason),
-                ("x-first-death-queue", queue.name),
-                ("x-first-death-exchange", message.exchange),
-            ):
-                if key not in headers:
-                    updates[key] = value
-            raw = message.codec.with_headers(message.raw_properties, updates)
-            if message.expiration_ms is not None:
-                raw = message.codec.with_expiration(raw, None)
-            dead = message.derive(dlx_name, routing_key, raw)
-            cyclic = _cycle_queues(deaths, reason)
-            for target in self.route(dlx, routing_key, dead):
-                if target.name not in cyclic:
+            dead, deaths = dead_message(entry.message, queue.name, reason, dlx_name, routing_key)
+            for target in self.route(dlx, dead.routing_key, dead):
+                if reason == "rejected" or not is_cycle(target.name, deaths):
                     target.enqueue(dead)
-
-    def _x_death(
-        self, headers: dict[str, Any], queue: Queue, message: Message, reason: str
-    ) -> list[dict[str, Any]]:
-        existing = headers.get("x-death")
-        deaths: list[dict[str, Any]] = (
-            [dict(d) for d in existing if isinstance(d, dict)] if isinstance(existing, list) else []
-        )
-        for index, death in enumerate(deaths):
-            if _text(death.get("queue")) == queue.name and _text(death.get("reason")) == reason:
-                death["count"] = int(death.get("count", 0)) + 1
-                deaths.insert(0, deaths.pop(index))
-                return deaths
-        record: dict[str, Any] = {
-            "count": 1,
-            "reason": reason,
-            "queue": queue.name,
-            "time": _now_timestamp(),
-            "exchange": message.exchange,
-            "routing-keys": [message.routing_key],
-        }
-        if message.expiration_ms is not None:
-            record["original-expiration"] = str(message.expiration_ms)
-        deaths.insert(0, record)
-        return deaths
-
-
-def _cycle_queues(deaths: list[dict[str, Any]], reason: str) -> set[str]:
-    """Queues a dead-lettered message must not re-enter: RabbitMQ drops a message that would die
-    again in a queue it already died in, unless a client rejected it along the way."""
-    if reason == "rejected" or any(_text(d.get("reason")) == "rejected" for d in deaths):
-        return set()
-    return {name for d in deaths if (name := _text(d.get("queue"))) is not None}
-
-
-def _text(value: Any) -> str | None:
-    if isinstance(value, bytes):
-        return value.decode("utf-8", "replace")
-    return value if isinstance(value, str) else None
-
-
-def _now_timestamp() -> Any:
-    import datetime
-
-    return datetime.datetime.fromtimestamp(int(time.time()), tz=datetime.UTC)
 
 
 __all__ = ["AMQPError", "DefaultExchange", "VirtualHost"]

@@ -4,7 +4,10 @@ consume / cancel / get, ack / nack / reject, qos and recover."""
 from __future__ import annotations
 
 import base64
+import itertools
 import os
+import struct
+from typing import TYPE_CHECKING
 
 from pamqp import commands
 
@@ -20,12 +23,35 @@ from rabbitish.protocol.codec import CODEC
 from rabbitish.protocol.consumers import Consumer091
 from rabbitish.protocol.wiring import queue_for
 
+if TYPE_CHECKING:
+    from rabbitish.engine.vhost import VirtualHost
+
 REPLY_TO = "amq.rabbitmq.reply-to"
 REPLY_TO_PREFIX = REPLY_TO + "."
+MAX_MESSAGE_SIZE = 134217728  # RabbitMQ's default max_message_size (128 MiB)
+
+# Direct reply-to names look like RabbitMQ's: base64 of an Erlang external-term pid on a
+# pseudo node "reply@<digits>", a dot, then base64 of a random 16-byte key.
+_REPLY_NODE = f"reply@{int.from_bytes(os.urandom(4)) % 100_000_000:08d}".encode()
+_reply_ids = itertools.count(1)
 
 
 def _token() -> str:
+    """A generated consumer tag suffix: RabbitMQ's rabbit_guid format (url-safe, no padding)."""
     return base64.urlsafe_b64encode(os.urandom(16)).decode().rstrip("=")
+
+
+def _reply_to_suffix() -> str:
+    # NEW_PID_EXT: node atom (ATOM_UTF8_EXT), id, serial, creation
+    node = b"v" + struct.pack(">H", len(_REPLY_NODE)) + _REPLY_NODE
+    pid = b"\x83X" + node + struct.pack(">II", next(_reply_ids) & 0x7FFF, 0) + os.urandom(4)
+    return f"{base64.b64encode(pid).decode()}.{base64.b64encode(os.urandom(16)).decode()}"
+
+
+def reply_to_exists(vhost: VirtualHost, name: str) -> bool:
+    """queue.declare(passive) on a direct reply-to name: RabbitMQ answers declare-ok (0
+    messages, 1 consumer) for the bare name and for a live reply-to name, else 404."""
+    return name == REPLY_TO or name in vhost.reply_to_targets
 
 
 # ---------------------------------------------------------------------- publish
@@ -38,25 +64,34 @@ def publish(
     raw_properties: bytes,
     body: bytes,
 ) -> None:
+    if immediate:  # checked before anything else, as RabbitMQ does
+        raise not_implemented("immediate=true")
+    if len(body) > MAX_MESSAGE_SIZE:
+        raise precondition_failed(
+            f"message size {len(body)} is larger than configured max size {MAX_MESSAGE_SIZE}"
+        )
     vhost = ch.vhost
     exchange = vhost.publish_exchange(exchange_name)
-    if immediate:
-        raise not_implemented("immediate=true")
     try:
         info = properties.PropertyInfo(raw_properties)
         if raw_properties[0] & 0x20:  # headers present: validate the table once, here
             properties.validate(raw_properties)
+        user_id = _user_id(raw_properties)
     except (ValueError, IndexError) as err:
         raise ConnectionError_(502, "malformed content header properties").at(60, 40) from err
-    expiration_ms = None
-    if info.expiration is not None:
-        expiration_ms = _parse_expiration(info.expiration)
     if info.reply_to == REPLY_TO:
         if ch.reply_to_name is None:
             raise precondition_failed("fast reply consumer does not exist")
         raw_properties = properties.with_shortstr(
             raw_properties, properties.REPLY_TO, ch.reply_to_name
         )
+    if user_id is not None and user_id != ch.conn.user:
+        raise precondition_failed(
+            f"user_id property set to '{user_id}' but authenticated user was '{ch.conn.user}'"
+        )
+    expiration_ms = None
+    if info.expiration is not None:
+        expiration_ms = _parse_expiration(info.expiration)
     message = Message(
         exchange_name,
         routing_key,
@@ -72,13 +107,7 @@ def publish(
         ch.publish_seq += 1
         seq = ch.publish_seq
     if exchange_name == "" and routing_key.startswith(REPLY_TO_PREFIX):
-        target = vhost.reply_to_targets.get(routing_key)
-        if target is not None:
-            target(message)
-        elif mandatory:
-            _return(ch, message)
-        if seq:
-            ch.confirm_published(seq, True)
+        _publish_reply(ch, message, routing_key, mandatory, seq)
         return
     queues = vhost.route(exchange, routing_key, message)
     if ch.tx is not None:
@@ -94,12 +123,38 @@ def publish(
         ch.confirm_published(seq, accepted)
 
 
+def _publish_reply(
+    ch: Channel, message: Message, routing_key: str, mandatory: bool, seq: int
+) -> None:
+    """A publish to a direct reply-to name. As in RabbitMQ 3.10 the reply is handed over while
+    routing (at once, even in a transaction) and never counts as routed, so a mandatory reply
+    comes back as basic.return even when it was delivered (at commit in a transaction)."""
+    target = ch.vhost.reply_to_targets.get(routing_key)
+    if target is not None:
+        target(message)
+    if ch.tx is not None:
+        ch.tx.stage_publish(message, [], mandatory)
+        return
+    if mandatory:
+        _return(ch, message)
+    if seq:
+        ch.confirm_published(seq, True)
+
+
 def _return(ch: Channel, message: Message) -> None:
     ch.send_content(
         outgoing.basic_return(ch.id, 312, "NO_ROUTE", message.exchange, message.routing_key),
         message.raw_properties,
         message.body,
     )
+
+
+def _user_id(raw_properties: bytes) -> str | None:
+    if not int.from_bytes(raw_properties[:2]) & properties.USER_ID:
+        return None
+    _flags, found = properties.spans(raw_properties)
+    start, end = found[properties.USER_ID]
+    return raw_properties[start + 1 : end].decode("utf-8", "replace")
 
 
 def _parse_expiration(value: str) -> int:
@@ -192,11 +247,12 @@ def basic_nack(ch: Channel, method: commands.Basic.Nack, payload: bytes) -> None
 def basic_recover(ch: Channel, method: commands.Basic.Recover, payload: bytes) -> None:
     if not method.requeue:
         raise not_implemented("requeue=false")
+    # recover-ok goes out before the redeliveries, as in RabbitMQ.
+    if method.name == "Basic.Recover":
+        ch.conn.send_method(ch.id, commands.Basic.RecoverOk())
     deliveries = list(ch.unacked.values())
     ch.unacked.clear()
     ch.requeue_deliveries(deliveries)
-    if method.name == "Basic.Recover":
-        ch.conn.send_method(ch.id, commands.Basic.RecoverOk())
     ch.resume_deliveries()
 
 
@@ -206,9 +262,11 @@ def basic_qos(ch: Channel, method: commands.Basic.Qos, payload: bytes) -> None:
     if method.prefetch_size:
         raise not_implemented(f"prefetch_size!=0 ({method.prefetch_size})")
     if method.global_:
-        ch.global_prefetch = method.prefetch_count
+        ch.limit_global(method.prefetch_count)
     else:
+        # Applies to consumers created from now on and, as in RabbitMQ, drops the channel limit.
         ch.prefetch_count = method.prefetch_count
+        ch.unlimit_global()
     ch.conn.send_method(ch.id, commands.Basic.QosOk())
     ch.resume_deliveries()
 
@@ -243,18 +301,20 @@ def _consume_reply_to(ch: Channel, method: commands.Basic.Consume, tag: str) -> 
         raise precondition_failed("reply consumer cannot acknowledge")
     if ch.reply_to_name is not None:
         raise precondition_failed("reply consumer already set")
-    name = REPLY_TO_PREFIX + _token()
+    name = REPLY_TO_PREFIX + _reply_to_suffix()
     ch.reply_to_name = name
     tag_bytes = outgoing.shortstr(tag)
 
     def deliver(message: Message) -> None:
-        delivery_tag = ch.next_tag
-        ch.next_tag += 1
+        if ch.closing or ch.closed:
+            return
+        # RabbitMQ 3.10 stamps replies with the channel's next delivery tag without using it
+        # up (they are never acked).
         ch.send_content(
             outgoing.deliver(
                 ch.id,
                 tag_bytes,
-                delivery_tag,
+                ch.next_tag,
                 False,
                 outgoing.shortstr(message.exchange),
                 outgoing.shortstr(message.routing_key),
@@ -271,10 +331,13 @@ def _consume_reply_to(ch: Channel, method: commands.Basic.Consume, tag: str) -> 
 
 @handles("Basic.Cancel")
 def basic_cancel(ch: Channel, method: commands.Basic.Cancel, payload: bytes) -> None:
-    consumer = ch.consumers.pop(method.consumer_tag, None)
-    if consumer is None and ch.reply_to_tag == method.consumer_tag and ch.reply_to_name:
+    consumer = None
+    if ch.reply_to_name is not None and ch.reply_to_tag == method.consumer_tag:
+        # the direct reply-to consumer is looked at first, as in RabbitMQ
         ch.vhost.reply_to_targets.pop(ch.reply_to_name, None)
         ch.reply_to_name = None
+    else:
+        consumer = ch.consumers.pop(method.consumer_tag, None)
     if not method.nowait:
         ch.conn.send_method(ch.id, commands.Basic.CancelOk(consumer_tag=method.consumer_tag))
     if consumer is not None:

@@ -86,6 +86,10 @@ class Channel:
         self._received = 0
         self.tx: Transaction | None = None  # engine transaction once tx.select was seen
         self.staged_settlements = 0  # deliveries acked/rejected in the open transaction
+        # the channel-wide (global) prefetch limiter, modelled on RabbitMQ's rabbit_limiter
+        self.global_volume = 0
+        self.dispatching = False  # inside a method handler
+        self.after_reply: list[tuple[Channel, bytes]] = []
         self.commit_in_progress = False
 
     # ------------------------------------------------------------------ frames
@@ -103,6 +107,7 @@ class Channel:
         if ftype != FRAME_METHOD:
             raise unexpected_frame("expected method frame, got non method frame instead")
         ids = method_ids(payload)
+        self.dispatching = True
         try:
             if ids == (60, 40):
                 self._start_publish(payload)
@@ -121,12 +126,26 @@ class Channel:
         except AMQPError as error:
             error.at(*ids)
             if error.is_hard:
+                self.after_reply.clear()
                 raise
             self.close_with_error(error)
         except (IndexError, struct.error, UnicodeDecodeError) as err:
             from rabbitish.engine.errors import syntax_error
 
+            self.after_reply.clear()
             raise syntax_error(f"malformed method frame {ids[0]}/{ids[1]}").at(*ids) from err
+        finally:
+            self.dispatching = False
+        if self.after_reply:
+            self._send_after_reply()
+
+    def _send_after_reply(self) -> None:
+        """Frames that RabbitMQ sends only after the reply to the method being handled, e.g.
+        the basic.cancel for a consumer whose queue this method deleted."""
+        pending, self.after_reply = self.after_reply, []
+        for channel, frame in pending:
+            if not (channel.closing or channel.closed):
+                self.conn.write(frame)
 
     def _unexpected_method(self, method: Method) -> None:
         from rabbitish.engine.errors import command_invalid
@@ -259,9 +278,36 @@ class Channel:
     # ------------------------------------------------------------------ deliveries
     @property
     def credit_used(self) -> int:
-        """Deliveries counting against global prefetch: settlements staged in a transaction
-        hold their credit until commit, as in RabbitMQ."""
-        return len(self.unacked) + self.staged_settlements
+        """Deliveries counting against global prefetch. Like RabbitMQ's limiter this is a volume
+        that starts at the number of unacked deliveries when the limit is set, grows with each
+        consumer delivery that needs an ack and shrinks as consumer deliveries are settled
+        (basic.get deliveries never count; settlements staged in a transaction count at
+        commit)."""
+        return self.global_volume
+
+    def limit_global(self, prefetch_count: int) -> None:
+        """basic.qos(global=true)."""
+        if prefetch_count == 0:
+            self.unlimit_global()
+            return
+        if self.global_prefetch == 0:
+            self.global_volume = len(self.unacked)
+        self.global_prefetch = prefetch_count
+
+    def unlimit_global(self) -> None:
+        """basic.qos(global=false) and a global limit of 0 both drop the channel limit."""
+        self.global_prefetch = 0
+        self.global_volume = 0
+
+    def limiter_delivered(self, count: int) -> None:
+        """Consumer deliveries that need an ack (counted only while a channel limit is set)."""
+        if self.global_prefetch:
+            self.global_volume += count
+
+    def limiter_settled(self, count: int) -> None:
+        """Consumer deliveries settled; RabbitMQ's limiter leaves a zero volume alone."""
+        if self.global_prefetch and self.global_volume:
+            self.global_volume -= count
 
     def stage_settle(self, deliveries: list[Delivery], outcome: str) -> None:
         assert self.tx is not None
@@ -304,11 +350,19 @@ class Channel:
             queue.dispatch()
 
     def consumer_cancelled_by_broker(self, consumer: Consumer091) -> None:
-        self.consumers.pop(consumer.tag, None)
-        if self.conn.capabilities.get("consumer_cancel_notify"):
-            self.conn.send_method(
-                self.id, commands.Basic.Cancel(consumer_tag=consumer.tag, nowait=True)
-            )
+        """The consumed queue went away. Clients that declared consumer_cancel_notify get a
+        basic.cancel; when a method on this connection caused it (queue.delete), RabbitMQ's
+        reply to that method comes first."""
+        if self.consumers.get(consumer.tag) is consumer:
+            del self.consumers[consumer.tag]
+        if not self.conn.capabilities.get("consumer_cancel_notify"):
+            return
+        frame = outgoing.cancel(self.id, consumer.tag_bytes)
+        busy = next((c for c in self.conn.channels.values() if c.dispatching), None)
+        if busy is None:
+            self.conn.write(frame)
+        else:
+            busy.after_reply.append((self, frame))
 
     # ------------------------------------------------------------------ confirms
     def confirm_published(self, seq: int, ok: bool) -> None:

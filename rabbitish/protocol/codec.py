@@ -38,9 +38,16 @@ class Amqp091Codec:
         return properties.headers(raw)
 
     def with_headers(
-        self, raw: bytes, updates: dict[str, Any], remove: Iterable[str] = ()
+        self,
+        raw: bytes,
+        updates: dict[str, Any],
+        remove: Iterable[str] = (),
+        sort_keys: bool = False,
     ) -> bytes:
-        return properties.with_headers(raw, updates, remove)
+        return properties.with_headers(raw, updates, remove, sort_keys)
+
+    def expiration(self, raw: bytes) -> str | None:
+        return properties.PropertyInfo(raw).expiration
 
     def with_expiration(self, raw: bytes, expiration: str | None) -> bytes:
         return properties.with_shortstr(raw, properties.EXPIRATION, expiration)

@@ -15,6 +15,7 @@ if TYPE_CHECKING:
 
 class Consumer091:
     __slots__ = (
+        "_unacked",
         "arguments",
         "channel",
         "exclusive",
@@ -23,7 +24,6 @@ class Consumer091:
         "queue",
         "tag",
         "tag_bytes",
-        "unacked",
     )
 
     def __init__(
@@ -45,7 +45,23 @@ class Consumer091:
         self.exclusive = exclusive
         self.prefetch = prefetch
         self.arguments = arguments
-        self.unacked = 0
+        self._unacked = 0
+
+    @property
+    def unacked(self) -> int:
+        """Deliveries of this consumer not settled yet (per-consumer prefetch)."""
+        return self._unacked
+
+    @unacked.setter
+    def unacked(self, value: int) -> None:
+        # Every change also moves the channel's global prefetch volume, wherever the
+        # settlement happens (ack, reject, recover, channel close, tx.commit).
+        delta = value - self._unacked
+        self._unacked = value
+        if delta > 0:
+            self.channel.limiter_delivered(delta)
+        elif delta < 0:
+            self.channel.limiter_settled(-delta)
 
     def can_take(self) -> bool:
         channel = self.channel

@@ -1,15 +1,18 @@
 """Frame reader and writer. The reader checks the declared size against frame_max before it
-buffers the payload, so a peer cannot make us hold an oversized frame in memory."""
+buffers the payload, so a peer cannot make us hold an oversized frame in memory. Frame-level
+error texts are built here the way RabbitMQ prints them (Erlang's ``~tp`` of the payload)."""
 
 from __future__ import annotations
 
 import struct
+from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any
 
-from pamqp import commands
+from pamqp import commands, decode
 from pamqp.base import Frame as Method
 
-from rabbitish.engine.errors import frame_error
+from rabbitish.engine.errors import FRAME_ERROR, ConnectionError_, frame_error, unexpected_frame
 
 FRAME_METHOD = 1
 FRAME_HEADER = 2
@@ -20,11 +23,20 @@ FRAME_END_BYTE = b"\xce"
 FRAME_OVERHEAD = 8  # 7-byte header + frame-end octet
 
 PROTOCOL_HEADER = b"AMQP\x00\x00\x09\x01"
+# RabbitMQ also accepts the 0-9 header and speaks 0-9-1 to it.
+PROTOCOL_HEADER_0_9 = b"AMQP\x01\x01\x00\x09"
 HEARTBEAT_FRAME = b"\x08\x00\x00\x00\x00\x00\x00\xce"
 
 _frame_header = struct.Struct(">BHI")
 _method_index = struct.Struct(">I")
 _content_header = struct.Struct(">HHQ")
+_uint32 = struct.Struct(">I")
+
+KNOWN_METHODS = frozenset(commands.INDEX_MAPPING)
+
+
+class FrameSyncError(ConnectionError_):
+    """A 501 after which the byte stream cannot be trusted: nothing more is read."""
 
 
 @dataclass(slots=True)
@@ -38,7 +50,10 @@ class RawFrame:
 
 class FrameReader:
     """Splits a byte stream into frames. Feed any slicing of the stream (one byte at a time works);
-    frames come out whole and in order."""
+    frames come out whole and in order.
+
+    RabbitMQ lets a payload reach frame_max itself (not frame_max - 8): many clients get the
+    overhead wrong, so the limit has that much slack."""
 
     __slots__ = ("_buffer", "frame_max")
 
@@ -46,45 +61,260 @@ class FrameReader:
         self._buffer = bytearray()
         self.frame_max = frame_max
 
-    def feed(self, data: bytes) -> list[RawFrame]:
-        """Append bytes and return every frame now complete. Raises a 501 connection error on an
-        oversized frame or a missing frame-end byte."""
+    def feed(self, data: bytes) -> Iterator[RawFrame]:
+        """Append bytes and yield every frame now complete. Raises a 501 connection error for an
+        oversized frame (as soon as its header is in) or a wrong frame-end byte, after yielding
+        the frames before it."""
         buf = self._buffer
         buf += data
-        frames: list[RawFrame] = []
         offset = 0
-        end = len(buf)
-        frame_max = self.frame_max
-        while end - offset >= 7:
-            ftype, channel, size = _frame_header.unpack_from(buf, offset)
-            if size + FRAME_OVERHEAD > frame_max:
-                raise frame_error(
-                    f"type {ftype}, all octets = <<>>: {{frame_too_large,{size},"
-                    f"{frame_max - FRAME_OVERHEAD}}}"
-                )
-            total = size + FRAME_OVERHEAD
-            if end - offset < total:
-                break
-            if buf[offset + total - 1] != FRAME_END:
-                raise frame_error(f"type {ftype}, invalid frame end marker")
-            frames.append(RawFrame(ftype, channel, bytes(buf[offset + 7 : offset + 7 + size])))
-            offset += total
-        if offset:
-            del buf[:offset]
-        return frames
+        try:
+            while len(buf) - offset >= 7:
+                ftype, channel, size = _frame_header.unpack_from(buf, offset)
+                if size > self.frame_max:
+                    raise frame_too_large(ftype, size, self.frame_max)
+                total = size + FRAME_OVERHEAD
+                if len(buf) - offset < total:
+                    break
+                payload = bytes(buf[offset + 7 : offset + 7 + size])
+                end = buf[offset + total - 1]
+                offset += total
+                if end != FRAME_END:
+                    reason = f"{{invalid_frame_end_marker,{end}}}"
+                    raise FrameSyncError(FRAME_ERROR, _frame_text(ftype, payload, reason))
+                yield RawFrame(ftype, channel, payload)
+        finally:
+            if offset:
+                del buf[:offset]
 
     @property
     def buffered(self) -> int:
         return len(self._buffer)
 
 
+# ---------------------------------------------------------------------- error texts
+def frame_too_large(ftype: int, size: int, frame_max: int) -> FrameSyncError:
+    return FrameSyncError(
+        FRAME_ERROR,
+        f"type {ftype}, all octets = <<>>: {{frame_too_large,{size},{frame_max - FRAME_OVERHEAD}}}",
+    )
+
+
+def unknown_frame(ftype: int, payload: bytes) -> ConnectionError_:
+    """501 for a frame RabbitMQ cannot classify: unknown type, a method or content header too
+    short to hold its fixed fields, a heartbeat with a payload."""
+    return frame_error(_frame_text(ftype, payload, "unknown_frame"))
+
+
+def unexpected_frame_type(ftype: int, payload: bytes) -> ConnectionError_:
+    """505 for a well-formed frame where none of its type may appear (content on channel 0, a
+    heartbeat on a channel)."""
+    return unexpected_frame(_frame_text(ftype, payload, None))
+
+
+def cannot_decode(fields: bytes) -> ConnectionError_:
+    """501 for method arguments that do not match the method's layout (Erlang's ``~w``)."""
+    return frame_error(f"cannot decode <<{','.join(map(str, fields))}>>")
+
+
+def _frame_text(ftype: int, payload: bytes, reason: str | None) -> str:
+    """``type ~tp, ~ts octets = ~tp`` plus ``: ~tp`` of the reason, laid out like Erlang's
+    pretty printer (80 columns), which wraps long binaries and tuples."""
+    scope, snippet = ("all", payload) if len(payload) <= 16 else ("first 16", payload[:16])
+    text = f"type {ftype}, {scope} octets = "
+    text += _pretty_binary(snippet, _column(text))
+    if reason is None:
+        return text
+    text += ": "
+    return text + _pretty_tagged(reason, _column(text))
+
+
+def _column(text: str) -> int:
+    """1-based column the next character lands in, counted in bytes as Erlang counts them."""
+    return len(text[text.rfind("\n") + 1 :].encode("utf-8", "surrogateescape")) + 1
+
+
+_ESCAPES = {8: "\\b", 9: "\\t", 10: "\\n", 11: "\\v", 12: "\\f", 13: "\\r", 27: "\\e"}
+_ESCAPES |= {34: '\\"', 92: "\\\\"}
+_PRINTABLE = frozenset(range(32, 127)) | frozenset(range(160, 256)) | {8, 9, 10, 11, 12, 13, 27}
+_LINE = 80
+
+
+def _pretty_binary(data: bytes, col: int) -> str:
+    """Erlang ``~tp`` of a binary starting at column `col`. Bytes above 127 are kept as bytes
+    (surrogate escapes; the close encoder writes them back raw), as RabbitMQ sends them."""
+    if data and all(b in _PRINTABLE for b in data):
+        chars = "".join(_ESCAPES.get(b) or chr(b) for b in data)
+        return '<<"' + chars.encode("latin-1").decode("utf-8", "surrogateescape") + '">>'
+    items = [str(b) for b in data]
+    flat = "<<" + ",".join(items) + ">>"
+    if len(flat) < _LINE - col:
+        return flat
+    # Fill as many items per line as fit, continuation lines indented past the "<<".
+    width = max(8, min(_LINE - (col + 2), len(flat) - 4))
+    indent = "\n" + " " * (col + 1)
+    out, room = ["<<"], width
+    for item in items[:-1]:
+        size = len(item) + 1
+        if room - size < 0:
+            out.append(indent)
+            room = width
+        out.append(item + ",")
+        room -= size
+    if len(items[-1]) > room:
+        out.append(indent)
+    out.append(items[-1] + ">>")
+    return "".join(out)
+
+
+def _pretty_tagged(term: str, col: int) -> str:
+    """An atom or a ``{tag,Value}`` tuple: when the tuple does not fit, Erlang keeps the tag on
+    this line and moves the value to the next, indented to `col`."""
+    if not term.startswith("{") or len(term) < _LINE - col:
+        return term
+    tag, _, rest = term.partition(",")
+    return f"{tag},\n{' ' * col}{rest}"
+
+
+# ---------------------------------------------------------------------- methods
+class MethodDecodeError(ValueError):
+    """The arguments do not fit the method's layout (too short, too long)."""
+
+
+class BadUtf8(MethodDecodeError):
+    """A short string that is not UTF-8 (RabbitMQ checks them after the layout)."""
+
+
+class MalformedTable(ValueError):
+    """A field table whose size is right but whose content does not parse."""
+
+
+class _Unplaced(ConnectionError_):
+    """An error RabbitMQ reports without the method that caused it."""
+
+    def at(self, class_id: int, method_id: int) -> _Unplaced:
+        return self
+
+
+def malformed_utf8() -> ConnectionError_:
+    return _Unplaced(FRAME_ERROR, "Malformed UTF-8 in shortstr")
+
+
+_LAYOUTS: dict[int, tuple[type[Method], tuple[tuple[str, str], ...]]] = {}
+
+
+def _layout(index: int) -> tuple[type[Method], tuple[tuple[str, str], ...]]:
+    layout = _LAYOUTS.get(index)
+    if layout is None:
+        cls = commands.INDEX_MAPPING[index]
+        fields = tuple((name, cls.amqp_type(name)) for name in cls.__slots__)
+        layout = _LAYOUTS[index] = (cls, fields)
+    return layout
+
+
 def decode_method(payload: bytes) -> Method:
-    """Decode a method frame payload with pamqp. Raises KeyError for an unknown method index and
-    ValueError / struct.error for a malformed argument list."""
+    """Decode a method frame payload. Raises KeyError for an unknown method index,
+    MethodDecodeError when the arguments do not exactly fill the payload (RabbitMQ refuses
+    trailing bytes too), BadUtf8 for a short string that is not UTF-8, MalformedTable for a
+    table that does not parse."""
     (index,) = _method_index.unpack_from(payload, 0)
-    method = commands.INDEX_MAPPING[index]()
-    method.unmarshal(payload[4:])
+    cls, fields = _layout(index)
+    method = cls.__new__(cls)  # every field is set below; skips pamqp's deprecation warnings
+    size = len(payload)
+    offset, bits, bit = 4, 0, 8
+    bad_utf8 = False
+    try:
+        for name, kind in fields:
+            if kind == "bit":
+                if bit == 8:
+                    if offset >= size:
+                        raise MethodDecodeError("missing bits octet")
+                    bits, bit = payload[offset], 0
+                    offset += 1
+                value = bool(bits >> bit & 1)
+                bit += 1
+            else:
+                bit = 8
+                if kind == "shortstr":
+                    end = offset + 1 + payload[offset]
+                    if end > size:
+                        raise MethodDecodeError(f"{name} runs past the end")
+                    raw = payload[offset + 1 : end]
+                    try:
+                        value = raw.decode("utf-8")
+                    except UnicodeDecodeError:
+                        bad_utf8, value = True, ""
+                    offset = end
+                elif kind == "table":
+                    value, offset = _table(payload, offset)
+                else:
+                    consumed, value = decode.by_type(payload[offset:], kind)
+                    offset += consumed
+                    if offset > size:
+                        raise MethodDecodeError(f"{name} runs past the end")
+            setattr(method, name, value)
+    except (MethodDecodeError, MalformedTable):
+        raise
+    except (ValueError, struct.error, IndexError) as err:
+        raise MethodDecodeError(str(err)) from err
+    if offset != size:
+        raise MethodDecodeError(f"{size - offset} trailing bytes")
+    if bad_utf8:
+        raise BadUtf8("short string is not UTF-8")
     return method
+
+
+def _table(payload: bytes, offset: int) -> tuple[dict, int]:
+    if offset + 4 > len(payload):
+        raise MethodDecodeError("table size missing")
+    end = offset + 4 + _uint32.unpack_from(payload, offset)[0]
+    if end > len(payload):
+        raise MethodDecodeError("table runs past the end")
+    try:
+        check_table(payload, offset + 4, end)
+        return decode.field_table(payload[offset:end])[1], end
+    except (ValueError, struct.error, IndexError) as err:
+        raise MalformedTable(str(err)) from err
+
+
+# Field value types RabbitMQ reads, with their fixed sizes (None: a 32-bit length follows).
+_FIELD_SIZES: dict[int, int | None] = {ord(k): v for k, v in {
+    "t": 1, "b": 1, "B": 1, "s": 2, "u": 2, "U": 2, "I": 4, "i": 4, "l": 8, "L": 8,
+    "f": 4, "d": 8, "D": 5, "T": 8, "V": 0, "S": None, "x": None, "F": None, "A": None,
+}.items()}  # fmt: skip
+
+
+def check_table(buf: bytes, pos: int, end: int) -> None:
+    """Walk a field table's entries between pos and end: every key and value must lie inside,
+    nested tables and arrays too. Raises ValueError otherwise (pamqp does not check)."""
+    while pos < end:
+        pos += 1 + buf[pos]
+        if pos >= end:
+            raise ValueError("table entry runs past the end")
+        pos = _check_value(buf, pos, end)
+
+
+def _check_value(buf: bytes, pos: int, end: int) -> int:
+    kind = buf[pos]
+    if kind not in _FIELD_SIZES:
+        raise ValueError(f"unknown field type {kind}")
+    size = _FIELD_SIZES[kind]
+    if size is not None:
+        pos += 1 + size
+    else:
+        start = pos + 5
+        if start > end:
+            raise ValueError("field length runs past the end")
+        pos = start + _uint32.unpack_from(buf, pos + 1)[0]
+        if kind == ord("F") and pos <= end:
+            check_table(buf, start, pos)
+        elif kind == ord("A") and pos <= end:
+            item = start
+            while item < pos:
+                item = _check_value(buf, item, pos)
+    if pos > end:
+        raise ValueError("field value runs past the end")
+    return pos
 
 
 def method_ids(payload: bytes) -> tuple[int, int]:
@@ -92,6 +322,11 @@ def method_ids(payload: bytes) -> tuple[int, int]:
     if len(payload) < 4:
         return 0, 0
     return int.from_bytes(payload[0:2], "big"), int.from_bytes(payload[2:4], "big")
+
+
+def method_index(payload: bytes) -> int:
+    """(class id << 16) | method id; the caller made sure the payload holds four bytes."""
+    return _method_index.unpack_from(payload, 0)[0]
 
 
 def decode_content_header(payload: bytes) -> tuple[int, int, bytes]:
@@ -103,6 +338,7 @@ def decode_content_header(payload: bytes) -> tuple[int, int, bytes]:
     return class_id, body_size, payload[12:]
 
 
+# ---------------------------------------------------------------------- writer
 def encode_frame(ftype: int, channel: int, payload: bytes) -> bytes:
     return _frame_header.pack(ftype, channel, len(payload)) + payload + FRAME_END_BYTE
 
@@ -115,6 +351,55 @@ def encode_method(channel: int, method: Method) -> bytes:
 def encode_method_payload(channel: int, payload: bytes) -> bytes:
     """Frame an already-marshalled method payload (index + arguments)."""
     return _frame_header.pack(FRAME_METHOD, channel, len(payload)) + payload + FRAME_END_BYTE
+
+
+def encode_close(
+    channel: int, index: int, reply_code: int, reply_text: str, class_id: int, method_id: int
+) -> bytes:
+    """connection.close / channel.close with the reply text as RabbitMQ sends it: raw bytes
+    (surrogate escapes become the bytes they stand for), cut to 252 bytes plus "..." when
+    longer than a short string allows."""
+    text = reply_text.encode("utf-8", "surrogateescape")
+    if len(text) > 255:
+        text = text[:252] + b"..."
+    payload = (
+        _method_index.pack(index)
+        + struct.pack(">HB", reply_code, len(text))
+        + text
+        + struct.pack(">HH", class_id, method_id)
+    )
+    return encode_method_payload(channel, payload)
+
+
+def encode_start(server_properties: dict[str, Any], mechanisms: str, locales: str) -> bytes:
+    """connection.start (0-9), encoded here because pamqp sorts table keys and RabbitMQ does
+    not: clients that print or compare the table see RabbitMQ's order."""
+    payload = (
+        struct.pack(">HHBB", 10, 10, 0, 9)
+        + _ordered_table(server_properties)
+        + _longstr(mechanisms.encode())
+        + _longstr(locales.encode())
+    )
+    return encode_method_payload(0, payload)
+
+
+def _ordered_table(table: dict[str, Any]) -> bytes:
+    """A field table of booleans, strings and tables, in insertion order."""
+    out = []
+    for key, value in table.items():
+        name = key.encode()
+        out.append(bytes([len(name)]) + name)
+        if isinstance(value, bool):
+            out.append(b"t\x01" if value else b"t\x00")
+        elif isinstance(value, dict):
+            out.append(b"F" + _ordered_table(value))
+        else:
+            out.append(b"S" + _longstr(str(value).encode()))
+    return _longstr(b"".join(out))
+
+
+def _longstr(data: bytes) -> bytes:
+    return _uint32.pack(len(data)) + data
 
 
 def encode_content(

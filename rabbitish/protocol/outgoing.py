@@ -14,6 +14,7 @@ _GET_OK = struct.pack(">HH", 60, 71)
 _RETURN = struct.pack(">HH", 60, 50)
 _ACK = struct.pack(">HH", 60, 80)
 _NACK = struct.pack(">HH", 60, 120)
+_CANCEL = struct.pack(">HH", 60, 30)
 _q = struct.Struct(">Q")
 _I = struct.Struct(">I")
 _H = struct.Struct(">H")
@@ -91,7 +92,13 @@ def ack(channel: int, delivery_tag: int, multiple: bool) -> bytes:
 
 
 def nack(channel: int, delivery_tag: int, multiple: bool) -> bytes:
-    return _method(channel, _NACK + _q.pack(delivery_tag) + (b"\x01" if multiple else b"\x00"))
+    """A publisher-confirm nack. RabbitMQ sets the requeue bit (its record default)."""
+    return _method(channel, _NACK + _q.pack(delivery_tag) + (b"\x03" if multiple else b"\x02"))
+
+
+def cancel(channel: int, consumer_tag: bytes) -> bytes:
+    """A broker-sent basic.cancel (nowait set); consumer_tag comes pre-encoded."""
+    return _method(channel, _CANCEL + consumer_tag + b"\x01")
 
 
 def shortstr(value: str) -> bytes:

@@ -5,6 +5,8 @@ pamqp re-encodes field tables lossily, so it is used only for values the broker 
 
 from __future__ import annotations
 
+import calendar
+import datetime
 import struct
 from collections.abc import Iterable
 from typing import Any
@@ -125,19 +127,23 @@ def headers(raw: bytes) -> dict[str, Any]:
     return decode.field_table(raw[start:end])[1]
 
 
-def _table_entries(table: bytes) -> list[tuple[str, bytes]]:
-    """Split an encoded field table (with its length prefix) into (key, raw value) pairs."""
-    entries: list[tuple[str, bytes]] = []
+def _raw_entries(table: bytes) -> list[tuple[bytes, bytes]]:
+    """Split an encoded field table (with its length prefix) into (encoded key with its
+    length octet, encoded typed value) pairs, byte-exact."""
+    entries: list[tuple[bytes, bytes]] = []
     size = _u32.unpack_from(table, 0)[0]
     pos, end = 4, 4 + size
     while pos < end:
-        klen = table[pos]
-        key = table[pos + 1 : pos + 1 + klen].decode("utf-8", "replace")
-        vstart = pos + 1 + klen
+        vstart = pos + 1 + table[pos]
         vend = _value_end(table, vstart)
-        entries.append((key, table[vstart:vend]))
+        entries.append((table[pos:vstart], table[vstart:vend]))
         pos = vend
     return entries
+
+
+def _table_entries(table: bytes) -> list[tuple[str, bytes]]:
+    """Split an encoded field table (with its length prefix) into (key, raw value) pairs."""
+    return [(k[1:].decode("utf-8", "replace"), v) for k, v in _raw_entries(table)]
 
 
 _FIXED = {
@@ -169,10 +175,38 @@ def _value_end(buf: bytes, pos: int) -> int:
 
 
 def _encode_value(value: Any) -> bytes:
-    # encode.table_integer etc. are internal; encoding a one-entry table and stripping the key
-    # gives the typed value the same way pamqp would write it.
-    encoded = encode.field_table({"k": value})
-    return encoded[4 + 2 :]
+    """A typed field value the way RabbitMQ writes the values it creates itself: integers as
+    'l' (long), strings as 'S', times as 'T' seconds, nested tables and arrays likewise."""
+    if isinstance(value, bool):
+        return b"t" + (b"\x01" if value else b"\x00")
+    if isinstance(value, int):
+        return b"l" + struct.pack(">q", value)
+    if isinstance(value, str):
+        data = value.encode()
+        return b"S" + _u32.pack(len(data)) + data
+    if isinstance(value, bytes | bytearray):
+        return b"x" + _u32.pack(len(value)) + bytes(value)
+    if isinstance(value, datetime.datetime):
+        return b"T" + struct.pack(">Q", calendar.timegm(value.utctimetuple()))
+    if isinstance(value, dict):
+        return b"F" + _encode_table_body(value)
+    if isinstance(value, list | tuple):
+        body = b"".join(_encode_value(v) for v in value)
+        return b"A" + _u32.pack(len(body)) + body
+    if value is None:
+        return b"V"
+    # floats, decimals: pamqp's encoding (encode a one-entry table and strip the key)
+    return encode.field_table({"k": value})[4 + 2 :]
+
+
+def _encode_table_body(table: dict[str, Any]) -> bytes:
+    body = b"".join(_encode_key(k) + _encode_value(v) for k, v in table.items())
+    return _u32.pack(len(body)) + body
+
+
+def _encode_key(key: str) -> bytes:
+    data = key.encode()
+    return bytes([len(data)]) + data
 
 
 def _replace(raw: bytes, flag: int, field_bytes: bytes | None) -> bytes:
@@ -197,18 +231,24 @@ def _replace(raw: bytes, flag: int, field_bytes: bytes | None) -> bytes:
     return _u16.pack(flags) + raw[2:start] + field_bytes + raw[end:]
 
 
-def with_headers(raw: bytes, updates: dict[str, Any], remove: Iterable[str] = ()) -> bytes:
+def with_headers(
+    raw: bytes,
+    updates: dict[str, Any],
+    remove: Iterable[str] = (),
+    sort_keys: bool = False,
+) -> bytes:
     """Return raw properties whose headers table has `updates` set (in place if present, else
-    appended) and `remove` dropped; all other headers keep their exact bytes."""
+    appended) and `remove` dropped; all other headers keep their exact bytes. With `sort_keys`
+    the entries are ordered by key bytes, as RabbitMQ leaves a table it has edited."""
     _flags, found = spans(raw)
     if HEADERS in found:
         start, end = found[HEADERS]
-        entries = _table_entries(raw[start:end])
+        entries = _raw_entries(raw[start:end])
     else:
         entries = []
-    dropped = set(remove)
-    out: list[tuple[str, bytes]] = []
-    pending = dict(updates)
+    dropped = {_encode_key(k) for k in remove}
+    out: list[tuple[bytes, bytes]] = []
+    pending = {_encode_key(k): v for k, v in updates.items()}
     for key, value in entries:
         if key in dropped:
             continue
@@ -217,7 +257,9 @@ def with_headers(raw: bytes, updates: dict[str, Any], remove: Iterable[str] = ()
         else:
             out.append((key, value))
     out.extend((key, _encode_value(value)) for key, value in pending.items())
-    body = b"".join(bytes([len(k.encode())]) + k.encode() + v for k, v in out)
+    if sort_keys:
+        out.sort(key=lambda item: item[0][1:])
+    body = b"".join(k + v for k, v in out)
     return _replace(raw, HEADERS, _u32.pack(len(body)) + body)
 
 

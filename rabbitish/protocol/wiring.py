@@ -2,19 +2,23 @@
 
 from __future__ import annotations
 
+import struct
+
 from pamqp import commands
 
 from rabbitish.engine.errors import (
-    ChannelError,
     channel_error,
     not_found,
     not_implemented,
     precondition_failed,
 )
-from rabbitish.engine.exchanges.base import Exchange
 from rabbitish.engine.queue import Queue
 from rabbitish.protocol.channel import Channel, handles
 from rabbitish.protocol.codec import argument_types
+from rabbitish.protocol.framing import encode_method_payload
+
+REPLY_TO = "amq.rabbitmq.reply-to"
+_DECLARE_OK = struct.pack(">HH", 50, 11)
 
 
 # ---------------------------------------------------------------------- channel class
@@ -51,10 +55,15 @@ def channel_flow_ok(ch: Channel, method: commands.Channel.FlowOk, payload: bytes
 
 
 # ---------------------------------------------------------------------- exchange class
+def strip_cr_lf(name: str) -> str:
+    """RabbitMQ drops CR and LF from exchange and queue names before using them."""
+    return name.replace("\r", "").replace("\n", "") if "\r" in name or "\n" in name else name
+
+
 @handles("Exchange.Declare")
 def exchange_declare(ch: Channel, method: commands.Exchange.Declare, payload: bytes) -> None:
     ch.vhost.declare_exchange(
-        method.exchange,
+        strip_cr_lf(method.exchange),
         method.exchange_type,
         passive=method.passive,
         durable=method.durable,
@@ -69,32 +78,36 @@ def exchange_declare(ch: Channel, method: commands.Exchange.Declare, payload: by
 
 @handles("Exchange.Delete")
 def exchange_delete(ch: Channel, method: commands.Exchange.Delete, payload: bytes) -> None:
-    try:
-        ch.vhost.delete_exchange(method.exchange, if_unused=method.if_unused)
-    except ChannelError as error:
-        if error.reply_code != 404:
-            raise
-        # Deleting a missing exchange succeeds in RabbitMQ.
+    ch.vhost.delete_exchange(strip_cr_lf(method.exchange), if_unused=method.if_unused)
     if not method.nowait:
         ch.conn.send_method(ch.id, commands.Exchange.DeleteOk())
 
 
-def _exchange_destination(ch: Channel, name: str) -> Exchange:
-    return ch.vhost.exchange(name)
-
-
 @handles("Exchange.Bind")
 def exchange_bind(ch: Channel, method: commands.Exchange.Bind, payload: bytes) -> None:
-    destination = _exchange_destination(ch, method.destination)
-    ch.vhost.bind(destination, method.source, method.routing_key, method.arguments or {})
+    ch.vhost.add_binding(
+        "exchange",
+        strip_cr_lf(method.destination),
+        strip_cr_lf(method.source),
+        method.routing_key,
+        method.arguments or {},
+        argument_types(payload),
+        ch.conn,
+    )
     if not method.nowait:
         ch.conn.send_method(ch.id, commands.Exchange.BindOk())
 
 
 @handles("Exchange.Unbind")
 def exchange_unbind(ch: Channel, method: commands.Exchange.Unbind, payload: bytes) -> None:
-    destination = _exchange_destination(ch, method.destination)
-    ch.vhost.unbind(destination, method.source, method.routing_key, method.arguments or {})
+    ch.vhost.remove_binding(
+        "exchange",
+        strip_cr_lf(method.destination),
+        strip_cr_lf(method.source),
+        method.routing_key,
+        method.arguments or {},
+        ch.conn,
+    )
     if not method.nowait:
         ch.conn.send_method(ch.id, commands.Exchange.UnbindOk())
 
@@ -102,6 +115,7 @@ def exchange_unbind(ch: Channel, method: commands.Exchange.Unbind, payload: byte
 # ---------------------------------------------------------------------- queue class
 def queue_name(ch: Channel, name: str) -> str:
     """The empty name means the channel's most recently declared queue."""
+    name = strip_cr_lf(name)
     if name:
         return name
     if not ch.last_queue:
@@ -113,11 +127,19 @@ def queue_for(ch: Channel, name: str) -> Queue:
     return ch.vhost.queue(queue_name(ch, name), ch.conn)
 
 
+def _binding_key(ch: Channel, queue: str, routing_key: str) -> str:
+    """Empty queue and routing key: the key is the most recently declared queue's name."""
+    if not queue and not routing_key:
+        return ch.last_queue
+    return routing_key
+
+
 @handles("Queue.Declare")
 def queue_declare(ch: Channel, method: commands.Queue.Declare, payload: bytes) -> None:
-    name = method.queue
-    if method.passive and not name:
-        name = queue_name(ch, name)
+    name = strip_cr_lf(method.queue)
+    if name.startswith(REPLY_TO):
+        _declare_reply_to(ch, method, name)
+        return
     queue = ch.vhost.declare_queue(
         name,
         owner=ch.conn,
@@ -130,29 +152,52 @@ def queue_declare(ch: Channel, method: commands.Queue.Declare, payload: bytes) -
     )
     ch.last_queue = queue.name
     if not method.nowait:
-        ch.conn.send_method(
-            ch.id,
-            commands.Queue.DeclareOk(
-                queue=queue.name,
-                message_count=queue.message_count,
-                consumer_count=queue.consumer_count,
-            ),
-        )
+        _declare_ok(ch, queue.name, queue.message_count, queue.consumer_count)
+
+
+def _declare_ok(ch: Channel, name: str, messages: int, consumers: int) -> None:
+    """queue.declare-ok, encoded here: pamqp refuses names RabbitMQ accepts (spaces, commas)."""
+    data = name.encode()
+    payload = _DECLARE_OK + bytes([len(data)]) + data + struct.pack(">II", messages, consumers)
+    ch.conn.write(encode_method_payload(ch.id, payload))
+
+
+def _declare_reply_to(ch: Channel, method: commands.Queue.Declare, name: str) -> None:
+    """A declare of a direct reply-to name (passive or not, flags ignored): one consumer,
+    never any messages; 404 for a name that is not a live reply-to queue."""
+    from rabbitish.protocol.basic import reply_to_exists
+
+    if not reply_to_exists(ch.vhost, name):
+        raise not_found(f"no {ch.vhost.rs('queue', name)}")
+    if not method.nowait:
+        _declare_ok(ch, name, 0, 1)
 
 
 @handles("Queue.Bind")
 def queue_bind(ch: Channel, method: commands.Queue.Bind, payload: bytes) -> None:
-    queue = queue_for(ch, method.queue)
-    routing_key = method.routing_key or (queue.name if not method.queue else "")
-    ch.vhost.bind(queue, method.exchange, routing_key, method.arguments or {})
+    ch.vhost.add_binding(
+        "queue",
+        queue_name(ch, method.queue),
+        strip_cr_lf(method.exchange),
+        _binding_key(ch, method.queue, method.routing_key),
+        method.arguments or {},
+        argument_types(payload),
+        ch.conn,
+    )
     if not method.nowait:
         ch.conn.send_method(ch.id, commands.Queue.BindOk())
 
 
 @handles("Queue.Unbind")
 def queue_unbind(ch: Channel, method: commands.Queue.Unbind, payload: bytes) -> None:
-    queue = queue_for(ch, method.queue)
-    ch.vhost.unbind(queue, method.exchange, method.routing_key, method.arguments or {})
+    ch.vhost.remove_binding(
+        "queue",
+        queue_name(ch, method.queue),
+        strip_cr_lf(method.exchange),
+        _binding_key(ch, method.queue, method.routing_key),
+        method.arguments or {},
+        ch.conn,
+    )
     ch.conn.send_method(ch.id, commands.Queue.UnbindOk())
 
 

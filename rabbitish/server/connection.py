@@ -1,10 +1,16 @@
 """Moves bytes between a socket and a sans-IO protocol Connection: reads feed it, its output is
-written in one batch per loop turn, heartbeats are sent and missed ones close the socket."""
+written in one batch per loop turn, heartbeats are sent and missed ones close the socket.
+
+Timers follow RabbitMQ: once tuned, a heartbeat goes out every heartbeat/2 seconds in which
+nothing else was sent, and a peer silent for two consecutive heartbeat periods is dropped. After
+connection.close the peer gets heartbeat seconds (at most 30) to answer close-ok; after a frame
+error it gets 3 s to hang up on its own."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
 
 from rabbitish.config import Config
 from rabbitish.engine.node import Node
@@ -14,6 +20,9 @@ from rabbitish.protocol.framing import PROTOCOL_HEADER
 log = logging.getLogger("rabbitish.connection")
 
 AMQP10_HEADERS = (b"AMQP\x03\x01\x00\x00", b"AMQP\x00\x01\x00\x00")
+CLOSING_TIMEOUT = 30.0  # longest wait for close-ok (RabbitMQ's ?CLOSING_TIMEOUT)
+LINGER = 3.0  # after a frame error (RabbitMQ's ?SILENT_CLOSE_DELAY)
+_TUNED = (State.AWAIT_OPEN, State.OPEN)
 
 
 class AmqpServerProtocol(asyncio.Protocol):
@@ -27,11 +36,14 @@ class AmqpServerProtocol(asyncio.Protocol):
         self.transport: asyncio.Transport | None = None
         self.conn: Connection | None = None
         self._flush_scheduled = False
-        self._last_read = 0.0
-        self._last_write = 0.0
-        self._heartbeat_timer: asyncio.TimerHandle | None = None
-        self._handshake_timer: asyncio.TimerHandle | None = None
+        self._reads = 0  # data_received calls so far, for the heartbeat receive check
+        self._writes = 0  # transport writes so far, for the heartbeat send check
+        self._tuned = False
+        self._open = False
+        self._sent_at_check = self._read_at_check = self._silent_periods = 0
+        self._timers: dict[str, asyncio.TimerHandle] = {}
         self._closed = False
+        self._discard_input = False
 
     # ------------------------------------------------------------------ asyncio callbacks
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -40,27 +52,31 @@ class AmqpServerProtocol(asyncio.Protocol):
         peer = transport.get_extra_info("peername")
         self.conn = Connection(self.node, self.config, peer=str(peer), wake=self._schedule_flush)
         self.registry.add(self)
-        self._last_read = self._last_write = self.loop.time()
-        self._handshake_timer = self.loop.call_later(
-            self.config.handshake_timeout, self._handshake_timeout
-        )
+        self._later("handshake", self.config.handshake_timeout, self._handshake_timeout)
 
     def data_received(self, data: bytes) -> None:
+        self._reads += 1
+        if self._discard_input:
+            return
         conn = self.conn
         assert conn is not None
-        self._last_read = self.loop.time()
-        was_open = conn.state is State.OPEN
         conn.receive(data)
         self._flush()
-        if not was_open and conn.state is State.OPEN:
-            self._handshake_done()
+        if not self._open:
+            if not self._tuned and conn.state in _TUNED:
+                self._tuned_now(conn)
+            if conn.state is State.OPEN:
+                self._opened()
+
+    def eof_received(self) -> bool | None:
+        return None  # close our side too
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._closed = True
         self.registry.discard(self)
-        for timer in (self._heartbeat_timer, self._handshake_timer):
-            if timer is not None:
-                timer.cancel()
+        for timer in self._timers.values():
+            timer.cancel()
+        self._timers.clear()
         if self.conn is not None:
             self.conn.lost()
 
@@ -86,58 +102,112 @@ class AmqpServerProtocol(asyncio.Protocol):
         if conn is None or transport is None or self._closed:
             return
         data = conn.take_output()
-        if data:
+        if data and not transport.is_closing():
             transport.write(data)
-            self._last_write = self.loop.time()
+            self._writes += 1
         if conn.should_close:
-            self._close_transport()
+            self._finish(conn, transport)
             return
+        if conn.state is State.CLOSING and "closing" not in self._timers:
+            wait = conn.heartbeat if 0 < conn.heartbeat < CLOSING_TIMEOUT else CLOSING_TIMEOUT
+            self._later("closing", wait, self._close_transport)
         if conn.consumers_starved and not conn.output_blocked:
             conn.output_drained()
             if conn.out_size:
                 self._schedule_flush()
 
+    def _finish(self, conn: Connection, transport: asyncio.Transport) -> None:
+        """The protocol is done with the socket: close it, or (after a frame error) half-close
+        so the close method is read before the peer sees the end, and wait for it to hang up."""
+        if self._discard_input:
+            return  # already lingering
+        if not conn.linger:
+            self._close_transport()
+            return
+        self._discard_input = True
+        if transport.can_write_eof():
+            transport.write_eof()
+        self._later("linger", LINGER, self._abort)
+
     def _close_transport(self) -> None:
         if self.transport is not None and not self.transport.is_closing():
             self.transport.close()
 
+    def _abort(self) -> None:
+        if self.transport is not None:
+            self.transport.abort()
+
     # ------------------------------------------------------------------ timers
+    def _later(self, name: str, delay: float, callback: Callable[[], None]) -> None:
+        old = self._timers.pop(name, None)
+        if old is not None:
+            old.cancel()
+        if not self._closed:
+            self._timers[name] = self.loop.call_later(delay, callback)
+
     def _handshake_timeout(self) -> None:
-        self._handshake_timer = None
+        self._timers.pop("handshake", None)
         if self.conn is not None and self.conn.state is not State.OPEN:
             log.info("closing %s: handshake timeout", self.conn.peer)
             self._close_transport()
 
-    def _handshake_done(self) -> None:
-        if self._handshake_timer is not None:
-            self._handshake_timer.cancel()
-            self._handshake_timer = None
-        assert self.conn is not None
-        if self.conn.heartbeat:
-            self._heartbeat_timer = self.loop.call_later(self.conn.heartbeat / 2, self._heartbeat)
+    def _tuned_now(self, conn: Connection) -> None:
+        """tune-ok arrived: heartbeats start (RabbitMQ starts them here, before open)."""
+        self._tuned = True
+        if conn.heartbeat:
+            # As with RabbitMQ, the first send tick always sends and the first receive check
+            # always counts as activity.
+            self._sent_at_check = self._read_at_check = -1
+            self._silent_periods = 0
+            self._later("heartbeat-send", conn.heartbeat / 2, self._send_heartbeat)
+            self._later("heartbeat-recv", conn.heartbeat, self._check_heartbeat)
 
-    def _heartbeat(self) -> None:
+    def _opened(self) -> None:
+        self._open = True
+        timer = self._timers.pop("handshake", None)
+        if timer is not None:
+            timer.cancel()
+
+    def _send_heartbeat(self) -> None:
+        """Every heartbeat/2 seconds in which we sent nothing, send a heartbeat."""
         conn = self.conn
-        if conn is None or self._closed or not conn.heartbeat:
+        if conn is None or self._closed:
             return
-        now = self.loop.time()
-        if now - self._last_read > 2 * conn.heartbeat:
-            log.warning("missed heartbeats from client %s, timeout: %ss", conn.peer, conn.heartbeat)
-            conn.lost()
-            if self.transport is not None:
-                self.transport.abort()
-            return
-        if now - self._last_write >= conn.heartbeat / 2:
+        if self._sent_at_check in (-1, self._writes) and not conn.should_close:
             conn.heartbeat_frame()
             self._flush()
-        self._heartbeat_timer = self.loop.call_later(conn.heartbeat / 2, self._heartbeat)
+        self._sent_at_check = self._writes
+        self._later("heartbeat-send", conn.heartbeat / 2, self._send_heartbeat)
+
+    def _check_heartbeat(self) -> None:
+        """Every heartbeat seconds: the second period in a row without input drops the peer."""
+        conn = self.conn
+        if conn is None or self._closed:
+            return
+        if self._reads != self._read_at_check:
+            self._silent_periods = 0
+        elif self._silent_periods < 1:
+            self._silent_periods += 1
+        else:
+            log.warning("missed heartbeats from client %s, timeout: %ss", conn.peer, conn.heartbeat)
+            conn.lost()
+            self._abort()
+            return
+        self._read_at_check = self._reads
+        self._later("heartbeat-recv", conn.heartbeat, self._check_heartbeat)
 
     # ------------------------------------------------------------------ shutdown
     def force_close(self, reply_code: int, text: str) -> None:
-        """Broker shutdown: connection.close to the client, then drop the socket."""
-        if self.conn is not None and not self._closed:
-            self.conn.server_close(reply_code, text)
+        """Broker shutdown: connection.close to an open connection (its close-ok ends it);
+        a connection still in the handshake or already closing just goes."""
+        conn = self.conn
+        if conn is None or self._closed:
+            return
+        if conn.state is State.OPEN and not conn.should_close:
+            conn.server_close(reply_code, text)
             self._flush()
+        elif self.transport is not None:
+            self.transport.close()
 
 
 def is_amqp10(header: bytes) -> bool:

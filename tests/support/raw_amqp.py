@@ -58,6 +58,36 @@ def heartbeat_frame(channel: int = 0) -> bytes:
     return raw_frame(8, channel, b"")
 
 
+@dataclass
+class CloseMethod:
+    """connection.close / channel.close decoded by hand: the reply text may hold bytes that are
+    not UTF-8 (RabbitMQ prints binaries byte by byte), which pamqp refuses to decode. Undecodable
+    bytes are kept as surrogate escapes so comparisons stay byte-exact."""
+
+    name: str
+    reply_code: int
+    reply_text: str
+    class_id: int
+    method_id: int
+
+
+_CLOSE_NAMES = {(10, 50): "Connection.Close", (20, 40): "Channel.Close"}
+
+
+def _unmarshal(raw: bytes) -> tuple[int, Any]:
+    ftype, channel = raw[0], struct.unpack_from(">H", raw, 1)[0]
+    if ftype == 1 and len(raw) >= 14:
+        ids = struct.unpack_from(">HH", raw, 7)
+        if ids in _CLOSE_NAMES:
+            (code,) = struct.unpack_from(">H", raw, 11)
+            size = raw[13]
+            text = raw[14 : 14 + size].decode("utf-8", "surrogateescape")
+            class_id, method_id = struct.unpack_from(">HH", raw, 14 + size)
+            return channel, CloseMethod(_CLOSE_NAMES[ids], code, text, class_id, method_id)
+    _, channel, value = frame.unmarshal(raw)
+    return channel, value
+
+
 class RawClient:
     """A socket speaking just enough AMQP to get to an open connection, then anything."""
 
@@ -82,18 +112,16 @@ class RawClient:
         self.sock.settimeout(timeout)
         return self.sock.recv(65536)
 
-    def read_frame(self, timeout: float = 5.0) -> tuple[int, Any] | None:
-        """The next frame as (channel, pamqp object), or None once the peer closed the socket."""
-        if self.pending:
-            return self.pending.pop(0)
+    def read_raw_frame(self, timeout: float = 5.0) -> tuple[int, int, bytes] | None:
+        """The next frame undecoded: (type, channel, payload), or None once the peer closed."""
         deadline = time.monotonic() + timeout
         while True:
             if len(self.buffer) >= 7:
-                size = struct.unpack_from(">I", self.buffer, 3)[0]
+                ftype, channel, size = struct.unpack_from(">BHI", self.buffer)
                 if len(self.buffer) >= size + 8:
-                    consumed, channel, value = frame.unmarshal(self.buffer)
-                    self.buffer = self.buffer[consumed:]
-                    return channel, value
+                    payload = self.buffer[7 : 7 + size]
+                    self.buffer = self.buffer[size + 8 :]
+                    return ftype, channel, payload
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 raise TimeoutError("no frame within timeout")
@@ -104,6 +132,16 @@ class RawClient:
             if not chunk:
                 return None
             self.buffer += chunk
+
+    def read_frame(self, timeout: float = 5.0) -> tuple[int, Any] | None:
+        """The next frame as (channel, pamqp object), or None once the peer closed the socket."""
+        if self.pending:
+            return self.pending.pop(0)
+        raw = self.read_raw_frame(timeout)
+        if raw is None:
+            return None
+        ftype, channel, payload = raw
+        return _unmarshal(struct.pack(">BHI", ftype, channel, len(payload)) + payload + FRAME_END)
 
     def expect(self, name: str, timeout: float = 5.0) -> Any:
         """Read frames until a method named `name` (pamqp name, e.g. 'Channel.OpenOk')."""
@@ -194,7 +232,7 @@ class RawClient:
         )
         got = self.read_frame()
         if got is None:
-            raise ConnectionError("closed during handshake")
+            return self  # closed on us: the caller sees it on the next read
         if getattr(got[1], "name", "") != "Connection.Tune":
             self.pending.append(got)
             return self  # e.g. connection.close for bad credentials: the caller inspects
@@ -208,7 +246,9 @@ class RawClient:
             ),
         )
         target = unquote(parsed.path[1:]) if parsed.path and parsed.path != "/" else "/"
-        self.send_method(0, commands.Connection.Open(virtual_host=target if vhost is None else vhost))
+        self.send_method(
+            0, commands.Connection.Open(virtual_host=target if vhost is None else vhost)
+        )
         return self
 
     def open(self, **kwargs: Any) -> RawClient:

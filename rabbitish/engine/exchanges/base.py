@@ -38,6 +38,7 @@ class Exchange:
     `_removed`."""
 
     type_name = ""
+    uses_routing_key = True  # False: one match per message whatever its CC/BCC keys
 
     def __init__(
         self,
@@ -81,6 +82,9 @@ class Exchange:
 
     def bindings_to(self, destination: Any) -> list[Binding]:
         return [b for b in self.bindings.values() if b.destination is destination]
+
+    def validate_binding(self, arguments: dict[str, Any], arg_types: dict[str, str]) -> None:
+        """Refuse binding arguments this type cannot use (406); most types accept anything."""
 
     def _added(self, binding: Binding) -> None:
         pass

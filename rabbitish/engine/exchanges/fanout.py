@@ -10,6 +10,7 @@ from rabbitish.engine.message import Message
 
 
 class FanoutExchange(Exchange):
+    uses_routing_key = False
     type_name = "fanout"
 
     def match(self, message: Message, routing_key: str) -> Iterable[Any]:

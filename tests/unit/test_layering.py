@@ -1,0 +1,75 @@
+"""Dependencies point one way: the protocol stays sans-IO, the engine knows no wire format, no
+I/O and no storage. Checked on the source with ast, so a lazy import inside a function counts."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[2] / "rabbitish"
+
+FORBIDDEN = {
+    "protocol": ("asyncio",),
+    "engine": (
+        "pamqp",
+        "asyncio",
+        "sqlite3",
+        "aiosqlite",
+        "rabbitish.protocol",
+        "rabbitish.server",
+    ),
+}
+
+
+def imported_modules(source: str, package: str) -> set[str]:
+    """Every module an import statement in `source` names (relative ones resolved against
+    `package`), wherever the statement sits."""
+    tree = ast.parse(source)
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")[: len(package.split(".")) - node.level + 1]
+                module = ".".join([*base, node.module] if node.module else base)
+            else:
+                module = node.module or ""
+            found.add(module)
+            found.update(f"{module}.{alias.name}" for alias in node.names)
+    return found
+
+
+def _violations(layer: str) -> list[str]:
+    bad = []
+    for path in sorted((PACKAGE / layer).rglob("*.py")):
+        package = ".".join(path.relative_to(PACKAGE.parent).parts[:-1])
+        for module in imported_modules(path.read_text(), package):
+            for banned in FORBIDDEN[layer]:
+                if module == banned or module.startswith(banned + "."):
+                    bad.append(f"{path.relative_to(PACKAGE.parent)} imports {module}")
+    return bad
+
+
+@pytest.mark.parametrize("layer", sorted(FORBIDDEN))
+def test_layer_imports_nothing_forbidden(layer):
+    assert (PACKAGE / layer).is_dir()
+    assert _violations(layer) == []
+
+
+def test_the_checker_sees_lazy_and_relative_imports():
+    """Guard against a checker that silently passes everything."""
+    source = (
+        "import os\n"
+        "def later():\n"
+        "    import asyncio\n"
+        "    from ..protocol import channel\n"
+        "    from . import queue\n"
+        "    from pamqp.commands import Basic\n"
+    )
+    found = imported_modules(source, "rabbitish.engine")
+    assert {"os", "asyncio", "rabbitish.protocol", "rabbitish.engine.queue", "pamqp.commands"} <= (
+        found
+    )
