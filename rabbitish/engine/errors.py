@@ -63,7 +63,9 @@ class AMQPError(Exception):
 
     @property
     def reply_text(self) -> str:
-        return f"{REPLY_NAMES.get(self.reply_code, 'ERROR')} - {self.text}"
+        """RabbitMQ's format; an error with no detail (internal errors) is the bare name."""
+        name = REPLY_NAMES.get(self.reply_code, "ERROR")
+        return f"{name} - {self.text}" if self.text else name
 
     @property
     def is_hard(self) -> bool:

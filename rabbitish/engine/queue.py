@@ -22,6 +22,7 @@ class Consumer(Protocol):
     tag: str
     no_ack: bool
     exclusive: bool
+    priority: int  # higher first; equal priorities share round-robin
 
     def can_take(self) -> bool:
         """True when prefetch and flow control allow one more delivery."""
@@ -61,6 +62,7 @@ class Queue:
         )
         self.consumers: list[Consumer] = []
         self._rr = 0
+        self._prioritised = False  # consumers with different x-priority values
         self.unacked = 0
         self.deleted = False
         self._next_seq = 0
@@ -146,7 +148,12 @@ class Queue:
 
     def add_consumer(self, consumer: Consumer) -> None:
         self.check_can_consume(consumer)
-        self.consumers.append(consumer)
+        # Kept ordered by priority, highest first; a newcomer joins the end of its group.
+        index = len(self.consumers)
+        while index and self.consumers[index - 1].priority < consumer.priority:
+            index -= 1
+        self.consumers.insert(index, consumer)
+        self._prioritised = len({c.priority for c in self.consumers}) > 1
         self._had_consumer = True
         self._cancel_expiry()
         self.dispatch()
@@ -159,6 +166,8 @@ class Queue:
         del self.consumers[index]
         if index < self._rr:
             self._rr -= 1
+        if self._prioritised:
+            self._prioritised = len({c.priority for c in self.consumers}) > 1
         if not self.consumers:
             if self.auto_delete and self._had_consumer:
                 self.vhost.delete_queue_object(self)
@@ -171,6 +180,9 @@ class Queue:
             return
         self._dispatching = True
         try:
+            if self._prioritised:
+                self._dispatch_by_priority()
+                return
             ready = self.ready
             consumers = self.consumers
             while len(ready) and consumers:
@@ -190,6 +202,24 @@ class Queue:
                 self._hand_over(chosen, entry)
         finally:
             self._dispatching = False
+
+    def _dispatch_by_priority(self) -> None:
+        """The highest-priority consumer with credit gets the message; within a priority, the
+        one served moves to the back of its group (round-robin), as RabbitMQ does."""
+        consumers = self.consumers
+        while len(self.ready) and consumers:
+            chosen_index = next((i for i, c in enumerate(consumers) if c.can_take()), None)
+            if chosen_index is None:
+                return
+            entry = self._take()
+            if entry is None:
+                return
+            chosen = consumers.pop(chosen_index)
+            end = chosen_index
+            while end < len(consumers) and consumers[end].priority == chosen.priority:
+                end += 1
+            consumers.insert(end, chosen)
+            self._hand_over(chosen, entry)
 
     def suspend_dispatch(self) -> None:
         """Hold deliveries while a transaction commit applies its effects across queues."""

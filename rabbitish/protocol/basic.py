@@ -16,7 +16,7 @@ from rabbitish.engine.errors import (
     not_implemented,
     precondition_failed,
 )
-from rabbitish.engine.message import Message
+from rabbitish.engine.message import Message, parse_expiration
 from rabbitish.protocol import outgoing, properties
 from rabbitish.protocol.channel import Channel, Delivery, handles
 from rabbitish.protocol.codec import CODEC
@@ -91,7 +91,7 @@ def publish(
         )
     expiration_ms = None
     if info.expiration is not None:
-        expiration_ms = _parse_expiration(info.expiration)
+        expiration_ms = parse_expiration(info.expiration)
     message = Message(
         exchange_name,
         routing_key,
@@ -155,16 +155,6 @@ def _user_id(raw_properties: bytes) -> str | None:
     _flags, found = properties.spans(raw_properties)
     start, end = found[properties.USER_ID]
     return raw_properties[start + 1 : end].decode("utf-8", "replace")
-
-
-def _parse_expiration(value: str) -> int:
-    try:
-        ms = int(value)
-    except ValueError:
-        raise precondition_failed(f"invalid expiration '{value}': no_integer") from None
-    if ms < 0:
-        raise precondition_failed(f"invalid expiration '{value}': {{value_negative,{ms}}}")
-    return ms
 
 
 # ---------------------------------------------------------------------- settlement

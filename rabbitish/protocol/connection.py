@@ -22,7 +22,6 @@ from pamqp.base import Frame as Method
 
 from rabbitish.config import Config
 from rabbitish.engine.errors import (
-    REPLY_NAMES,
     AMQPError,
     ConnectionError_,
     channel_error,
@@ -82,14 +81,6 @@ class State(enum.Enum):
 class DropConnection(Exception):
     """Close the socket now without a close method: what RabbitMQ does when a frame names a
     method it does not know (its reader process crashes)."""
-
-
-class _BareError(ConnectionError_):
-    """An error whose reply text is the bare code name, as RabbitMQ sends internal errors."""
-
-    @property
-    def reply_text(self) -> str:
-        return REPLY_NAMES.get(self.reply_code, "ERROR")
 
 
 def server_properties(version: str) -> dict[str, Any]:
@@ -220,7 +211,7 @@ class Connection:
             # A bug must cost one connection, never the broker: RabbitMQ answers a crashed
             # channel the same way.
             log.exception("internal error on connection %s", self.peer)
-            self.connection_error(_BareError(541, ""))
+            self.connection_error(ConnectionError_(541, ""))
         finally:
             for channel in list(self.channels.values()):
                 channel.flush_confirms()
@@ -326,7 +317,7 @@ class Connection:
                 raise DropConnection("undecodable connection method") from err
             if isinstance(err, BadUtf8):
                 raise frame_error("Malformed UTF-8 in shortstr").at(*method_ids(payload)) from err
-            raise _BareError(541, "") from err
+            raise ConnectionError_(541, "") from err
         name = method.name
         if self.state is State.OPEN:
             if name == "Connection.Close":

@@ -21,6 +21,7 @@ class Consumer091:
         "exclusive",
         "no_ack",
         "prefetch",
+        "priority",
         "queue",
         "tag",
         "tag_bytes",
@@ -45,6 +46,8 @@ class Consumer091:
         self.exclusive = exclusive
         self.prefetch = prefetch
         self.arguments = arguments
+        priority = arguments.get("x-priority", 0)
+        self.priority = priority if isinstance(priority, int) else 0
         self._unacked = 0
 
     @property

@@ -115,9 +115,13 @@ def decode_publish(payload: bytes) -> tuple[str, str, bool, bool]:
     routing_key = payload[pos + 1 : pos + 1 + rlen].decode()
     pos += 1 + rlen
     bits = payload[pos]
+    if pos + 1 != len(payload):
+        raise ValueError("basic.publish arguments do not fill the frame exactly")
     return exchange, routing_key, bool(bits & 1), bool(bits & 2)
 
 
 def decode_ack(payload: bytes) -> tuple[int, bool]:
     """basic.ack arguments: (delivery_tag, multiple)."""
+    if len(payload) != 13:
+        raise ValueError("basic.ack arguments do not fill the frame exactly")
     return _q.unpack_from(payload, 4)[0], bool(payload[12] & 1)

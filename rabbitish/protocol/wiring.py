@@ -8,6 +8,7 @@ from pamqp import commands
 
 from rabbitish.engine.errors import (
     channel_error,
+    command_invalid,
     not_found,
     not_implemented,
     precondition_failed,
@@ -51,7 +52,8 @@ def channel_flow(ch: Channel, method: commands.Channel.Flow, payload: bytes) -> 
 
 @handles("Channel.FlowOk")
 def channel_flow_ok(ch: Channel, method: commands.Channel.FlowOk, payload: bytes) -> None:
-    return
+    # The broker never sends channel.flow, so a flow-ok is unsolicited.
+    raise command_invalid("unimplemented method")
 
 
 # ---------------------------------------------------------------------- exchange class

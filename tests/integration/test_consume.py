@@ -312,14 +312,7 @@ def test_round_robin_between_consumers(amqp_url, uid):
         conn.close()
 
 
-def test_consumer_priority_is_served_first(amqp_url, uid, request):
-    if request.node.callspec.params["amqp_url"] == "rabbitish":
-        request.applymarker(
-            pytest.mark.xfail(
-                reason="engine/queue.py Queue.dispatch ignores the x-priority consumer argument",
-                strict=True,
-            )
-        )
+def test_consumer_priority_is_served_first(amqp_url, uid):
     conn = _pika(amqp_url)
     try:
         ch = conn.channel()

@@ -519,14 +519,8 @@ def test_passive_declare_of_the_empty_name_is_not_a_shortcut(amqp_url, uid):
         )
 
 
-def test_long_error_texts_are_cut_like_rabbitmq(amqp_url, uid, request):
+def test_long_error_texts_are_cut_like_rabbitmq(amqp_url, uid):
     """A reply text over 255 bytes ends in '...' within the limit."""
-    if request.node.callspec.params["amqp_url"] == "rabbitish":
-        request.applymarker(
-            pytest.mark.xfail(
-                strict=True, reason="protocol/channel.py close_with_error cuts at 255, no '...'"
-            )
-        )
     name = short(uid) + "q" * 150
     with channel(amqp_url) as owner:
         owner.queue_declare(name, exclusive=True)

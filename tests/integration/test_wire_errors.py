@@ -281,39 +281,6 @@ SCENARIOS: dict[str, tuple[Scenario, Outcome]] = {
     ),
 }
 
-# Scenarios where channel.py (not this area) still differs from RabbitMQ.
-KNOWN_BUGS = {
-    "connection method on a channel": (
-        "channel.py _unexpected_method: RabbitMQ answers any method a channel does not handle "
-        "with 503 'COMMAND_INVALID - unimplemented method'"
-    ),
-    "queue.declare-ok from the client": (
-        "channel.py _unexpected_method: RabbitMQ answers any method a channel does not handle "
-        "with 503 'COMMAND_INVALID - unimplemented method'"
-    ),
-    "unsolicited channel.flow-ok": (
-        "wiring.py channel_flow_ok ignores it; RabbitMQ closes the connection with 503 "
-        "'COMMAND_INVALID - unimplemented method' (20/21)"
-    ),
-    "basic.publish cut short": (
-        "channel.py handle_frame fast path (outgoing.decode_publish) answers 502 'SYNTAX_ERROR - "
-        "malformed method frame 60/40'; RabbitMQ: 501 'FRAME_ERROR - cannot decode <<...>>' "
-        "(conn._decode raises exactly that)"
-    ),
-    "basic.ack with trailing bytes": (
-        "channel.py handle_frame fast path (outgoing.decode_ack) ignores trailing bytes and acks; "
-        "RabbitMQ: 501 'FRAME_ERROR - cannot decode <<...>>' 60/80 on the connection"
-    ),
-    "body longer than announced": (
-        "channel.py _content_frame raises 501 at the long body frame; RabbitMQ does not notice "
-        "and fails the next non-body frame with 505 'expected content body...' 60/40"
-    ),
-    "content header without property flags": (
-        "channel.py _content_frame: RabbitMQ answers a 12-byte content header with 541 "
-        "INTERNAL_ERROR (class 0, method 0)"
-    ),
-}
-
 
 def _witness(url: str) -> RawClient:
     """Another connection, open before the bad one and used after it."""
@@ -330,9 +297,7 @@ def _still_works(witness: RawClient) -> None:
 
 
 @pytest.mark.parametrize("name", list(SCENARIOS))
-def test_wire_error(amqp_url, request, name):
-    if name in KNOWN_BUGS and request.node.callspec.params["amqp_url"] == "rabbitish":
-        request.applymarker(pytest.mark.xfail(reason=KNOWN_BUGS[name], strict=True))
+def test_wire_error(amqp_url, name):
     send, expected = SCENARIOS[name]
     with _witness(amqp_url) as witness, _opened(RawClient(amqp_url), frame_max=4096) as bad:
         send(bad)
