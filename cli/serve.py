@@ -47,8 +47,14 @@ async def serve(config: Config) -> int:
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
+    from rabbitish.store import StoreError
+
     broker = Broker(config)
-    await broker.start()
+    try:
+        await broker.start()
+    except StoreError as err:
+        log.error("cannot start: %s", err)
+        return 2
     log.info(
         "rabbitish accepting AMQP 0-9-1 connections on %s:%s (data: %s)",
         config.host,

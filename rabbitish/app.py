@@ -31,6 +31,8 @@ class Broker:
         self._server: asyncio.base_events.Server | None = None
         self._connections: set[AmqpServerProtocol] = set()
         self.port: int | None = None
+        self.journal: Any = None  # the store's journal when data_dir is not :memory:
+        self.recovery: Any = None
 
     @property
     def url(self) -> str:
@@ -44,6 +46,13 @@ class Broker:
     async def start(self) -> None:
         self.loop = loop = asyncio.get_running_loop()
         self.node = Node(LoopScheduler(loop), vhosts=self.config.vhosts, users=self.config.users)
+        if not self.config.in_memory:
+            from rabbitish.protocol.codec import CODEC
+            from rabbitish.store import open_store
+
+            self.journal, self.recovery = await open_store(
+                self.config.data_dir, self.config.fsync == "always", self.node, CODEC
+            )
         node, config, registry = self.node, self.config, self._connections
         self._server = await loop.create_server(
             lambda: AmqpServerProtocol(node, config, registry),
@@ -70,6 +79,9 @@ class Broker:
         if self._server is not None:
             await self._server.wait_closed()
             self._server = None
+        if self.journal is not None:
+            await self.journal.close()
+            self.journal = None
 
     async def __aenter__(self) -> Broker:
         await self.start()

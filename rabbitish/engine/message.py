@@ -34,6 +34,12 @@ class PropertyCodec(Protocol):
 _message_ids = itertools.count(1)
 
 
+def bump_message_ids(at_least: int) -> None:
+    """After recovery: new messages get ids above every stored one."""
+    global _message_ids
+    _message_ids = itertools.count(max(next(_message_ids), at_least + 1))
+
+
 class Message:
     """Immutable once published; the same object is shared by every queue it was routed to."""
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from rabbitish.engine.auth import User, UserDatabase
 from rabbitish.engine.clock import Scheduler
+from rabbitish.engine.journal import Journal, NullJournal
 from rabbitish.engine.vhost import VirtualHost
 
 
@@ -16,6 +17,7 @@ class Node:
         users: dict[str, str] | None = None,
     ) -> None:
         self.scheduler = scheduler
+        self.journal: Journal = NullJournal()
         self.vhosts: dict[str, VirtualHost] = {
             name: VirtualHost(name, scheduler) for name in vhosts
         }
@@ -29,5 +31,11 @@ class Node:
 
     def add_vhost(self, name: str) -> VirtualHost:
         if name not in self.vhosts:
-            self.vhosts[name] = VirtualHost(name, self.scheduler)
+            self.vhosts[name] = VirtualHost(name, self.scheduler, self.journal)
         return self.vhosts[name]
+
+    def use_journal(self, journal: Journal) -> None:
+        """From now on durable changes go to `journal` (set after recovery)."""
+        self.journal = journal
+        for vhost in self.vhosts.values():
+            vhost.journal = journal

@@ -98,6 +98,7 @@ class Queue:
             return False
         entry = self._new_entry(message)
         self.ready.append(entry)
+        self.vhost.journal.message_enqueued(self, entry)
         self.stats["published"] += 1
         if args.max_length is not None or args.max_length_bytes is not None:
             self._drop_head_over_limit()
@@ -235,6 +236,8 @@ class Queue:
         self.stats["delivered"] += 1
         if not consumer.no_ack:
             self.unacked += 1
+            if not redelivered:
+                self.vhost.journal.message_delivered(self, entry)
         consumer.deliver(self, entry, redelivered)
         if consumer.no_ack:
             self.vhost.settled(self, entry)
@@ -272,6 +275,8 @@ class Queue:
             self.vhost.settled(self, entry)
         else:
             self.unacked += 1
+            if not redelivered:
+                self.vhost.journal.message_delivered(self, entry)
         return entry, redelivered
 
     # ------------------------------------------------------------------ settlement
@@ -301,6 +306,19 @@ class Queue:
             return
         self.unacked -= len(entries)
         self.vhost.dead_letter(self, entries, reason)
+
+    def restore(
+        self, seq: int, message: Message, delivered: bool, expires_at: float | None
+    ) -> None:
+        """Recovery: put a stored message back at its place (rows arrive in seq order)."""
+        entry = QueueEntry(self, seq, message, expires_at)
+        entry.delivery_count = 1 if delivered else 0
+        self.ready.append(entry)
+        self._next_seq = max(self._next_seq, seq + 1)
+
+    def restored(self) -> None:
+        """Recovery is complete: start the TTL clock on what came back."""
+        self._arm_ttl()
 
     def purge(self) -> int:
         entries = self.ready.clear()

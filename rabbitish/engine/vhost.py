@@ -20,6 +20,7 @@ from rabbitish.engine.errors import (
 )
 from rabbitish.engine.exchanges.base import Binding, Exchange, freeze
 from rabbitish.engine.exchanges.registry import DefaultExchange, exchange_type
+from rabbitish.engine.journal import Journal, NullJournal
 from rabbitish.engine.message import Message, QueueEntry
 from rabbitish.engine.queue import Queue
 from rabbitish.engine.queue_args import (
@@ -41,9 +42,10 @@ DEFAULT_EXCHANGE_DENIED = "operation not permitted on the default exchange"
 
 
 class VirtualHost:
-    def __init__(self, name: str, scheduler: Scheduler) -> None:
+    def __init__(self, name: str, scheduler: Scheduler, journal: Journal | None = None) -> None:
         self.name = name
         self.scheduler = scheduler
+        self.journal: Journal = journal or NullJournal()
         self.exchanges: dict[str, Exchange] = {}
         self.queues: dict[str, Queue] = {}
         self.queue_arg_types: dict[str, dict[str, str]] = {}
@@ -127,6 +129,7 @@ class VirtualHost:
         )
         self.exchanges[name] = exchange
         self.exchange_arg_types[name] = dict(arg_types)
+        self.journal.exchange_declared(exchange, arg_types)
         return exchange
 
     def delete_exchange(self, name: str, *, if_unused: bool = False) -> None:
@@ -145,6 +148,7 @@ class VirtualHost:
 
     def _remove_exchange(self, exchange: Exchange) -> None:
         exchange.deleted = True
+        self.journal.exchange_deleted(exchange)
         self.exchanges.pop(exchange.name, None)
         self.exchange_arg_types.pop(exchange.name, None)
         for binding in list(exchange.bindings.values()):
@@ -245,6 +249,7 @@ class VirtualHost:
         )
         self.queues[name] = queue
         self.queue_arg_types[name] = dict(arg_types)
+        self.journal.queue_declared(queue, arg_types)
         return queue
 
     def restore_queue(
@@ -291,6 +296,7 @@ class VirtualHost:
             return
         del self.queues[queue.name]
         self.queue_arg_types.pop(queue.name, None)
+        self.journal.queue_deleted(queue)
         for binding in self._bindings_to(queue):
             binding.source.remove_binding(binding.key)
             self._maybe_auto_delete(binding.source)
@@ -312,7 +318,17 @@ class VirtualHost:
     ) -> None:
         """Add a binding between objects already resolved (recovery, internal callers)."""
         source = self.exchange(source_name)
-        source.add_binding(Binding(source, destination, routing_key, dict(arguments or {})))
+        self._add(Binding(source, destination, routing_key, dict(arguments or {})))
+
+    def _add(self, binding: Binding) -> None:
+        if binding.source.add_binding(binding):
+            self.journal.binding_added(binding)
+
+    def _remove(self, source: Exchange, key: tuple[int, str, Any]) -> bool:
+        binding = source.remove_binding(key)
+        if binding is not None:
+            self.journal.binding_removed(binding)
+        return binding is not None
 
     def unbind(
         self,
@@ -326,7 +342,7 @@ class VirtualHost:
         if source is None:
             return
         key = (id(destination), routing_key, freeze(dict(arguments or {})))
-        if source.remove_binding(key) is not None:
+        if self._remove(source, key):
             self._maybe_auto_delete(source)
 
     def _destination(self, kind: str, name: str) -> Queue | Exchange | None:
@@ -356,7 +372,7 @@ class VirtualHost:
         source.validate_binding(arguments, arg_types)
         if isinstance(destination, Queue):
             self.check_exclusive(destination, owner)
-        source.add_binding(Binding(source, destination, routing_key, dict(arguments)))
+        self._add(Binding(source, destination, routing_key, dict(arguments)))
 
     def remove_binding(
         self,
@@ -379,7 +395,7 @@ class VirtualHost:
             return
         if isinstance(destination, Queue):
             self.check_exclusive(destination, owner)
-        source.remove_binding(key)
+        self._remove(source, key)
         self._maybe_auto_delete(source)
 
     # ------------------------------------------------------------------ routing
@@ -448,7 +464,8 @@ class VirtualHost:
 
     # ------------------------------------------------------------------ settlement hooks
     def settled(self, queue: Queue, entry: QueueEntry) -> None:
-        """A message left a queue for good (acked, dropped, purged). The store hooks in here."""
+        """A message left a queue for good (acked, dropped, purged)."""
+        self.journal.message_removed(queue, entry)
 
     def dead_letter(self, queue: Queue, entries: list[QueueEntry], reason: str) -> None:
         """Republish to the queue's dead-letter exchange with an x-death record, or drop.

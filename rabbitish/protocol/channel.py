@@ -374,14 +374,24 @@ class Channel:
             return
         self._confirm_upto = seq - 1
         self.flush_confirms()
-        self.conn.write(outgoing.nack(self.id, seq, False))
+        self.after_sync(outgoing.nack(self.id, seq, False))
         self._confirm_sent = self._confirm_upto = seq
 
     def flush_confirms(self) -> None:
         upto, sent = self._confirm_upto, self._confirm_sent
         if upto > sent:
-            self.conn.write(outgoing.ack(self.id, upto, upto - sent > 1))
+            self.after_sync(outgoing.ack(self.id, upto, upto - sent > 1))
             self._confirm_sent = upto
+
+    def after_sync(self, frame: bytes) -> None:
+        """Send `frame` once everything journaled so far is on disk: a confirm or commit-ok
+        promises durability. In :memory: mode, and when nothing durable is pending, at once."""
+        journal = self.vhost.journal
+        journal.when_synced(journal.position, lambda: self._send_if_open(frame))
+
+    def _send_if_open(self, frame: bytes) -> None:
+        if not (self.closing or self.closed):
+            self.conn.write(frame)
 
 
 # Handlers register themselves on import.

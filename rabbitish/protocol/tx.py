@@ -46,9 +46,12 @@ def tx_commit(ch: Channel, method: commands.Tx.Commit, payload: bytes) -> None:
     ch.staged_settlements -= len(deliveries)
     ch.commit_in_progress = True
     if result.queues_touched:
-        # Like RabbitMQ, which waits for the queues involved, the commit is still in progress
-        # for the rest of this input batch; a commit that touched no queue completes at once.
-        ch.conn.pending_completions.append(ch.finish_commit)
+        # Like RabbitMQ, which waits for the queues involved, the commit is in progress until
+        # its effects are synced to disk (in memory: for the rest of this input batch); a
+        # commit that touched no queue completes at once.
+        journal = ch.vhost.journal
+        position = journal.position
+        ch.conn.pending_completions.append(lambda: journal.when_synced(position, ch.finish_commit))
     else:
         ch.finish_commit()
     if deliveries:

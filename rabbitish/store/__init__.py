@@ -1,1 +1,35 @@
-"""Durable store (SQLite); the only place with SQL. Not built yet."""
+"""Durable store (SQLite); the only place with SQL. `open_store` recovers a data dir into the
+engine and returns the journal that persists what changes from then on."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from rabbitish.engine.message import PropertyCodec
+from rabbitish.engine.node import Node
+from rabbitish.store.journal import SqliteJournal
+from rabbitish.store.recovery import RecoveryStats, recover
+from rabbitish.store.schema import StoreError, db_path, open_database
+
+__all__ = ["RecoveryStats", "SqliteJournal", "StoreError", "open_store"]
+
+
+async def open_store(
+    data_dir: str,
+    fsync: bool,
+    node: Node,
+    codec: PropertyCodec,
+    progress: Callable[[int, int], None] | None = None,
+) -> tuple[SqliteJournal, RecoveryStats]:
+    """Validate and recover `data_dir`, then journal every later durable change. Raises
+    StoreError (one line: which file, what to do) without touching a file it cannot use."""
+    path = db_path(data_dir)
+    conn = open_database(path, fsync)
+    try:
+        stats = recover(conn, node, codec, progress)
+    finally:
+        conn.close()
+    journal = SqliteJournal(path, fsync, node.scheduler.now)
+    await journal.start()
+    node.use_journal(journal)
+    return journal, stats

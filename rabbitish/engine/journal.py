@@ -1,0 +1,85 @@
+"""What the engine tells durable storage, and how it waits for it. The engine calls these methods
+as durable state changes (synchronously, in order); a store turns them into SQL and syncs them in
+groups. Replies that promise durability (confirms, tx.commit-ok) wait for `when_synced`."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    from rabbitish.engine.exchanges.base import Binding, Exchange
+    from rabbitish.engine.message import QueueEntry
+    from rabbitish.engine.queue import Queue
+
+
+class Journal(Protocol):
+    def exchange_declared(self, exchange: Exchange, arg_types: dict[str, str]) -> None: ...
+
+    def exchange_deleted(self, exchange: Exchange) -> None: ...
+
+    def queue_declared(self, queue: Queue, arg_types: dict[str, str]) -> None: ...
+
+    def queue_deleted(self, queue: Queue) -> None: ...
+
+    def binding_added(self, binding: Binding) -> None: ...
+
+    def binding_removed(self, binding: Binding) -> None: ...
+
+    def message_enqueued(self, queue: Queue, entry: QueueEntry) -> None: ...
+
+    def message_removed(self, queue: Queue, entry: QueueEntry) -> None: ...
+
+    def message_delivered(self, queue: Queue, entry: QueueEntry) -> None:
+        """First delivery of a durable message: after a crash it comes back redelivered."""
+        ...
+
+    def queue_purged(self, queue: Queue) -> None: ...
+
+    @property
+    def position(self) -> int:
+        """How many changes have been journaled so far."""
+        ...
+
+    def when_synced(self, position: int, callback: Callable[[], None]) -> None:
+        """Call `callback` once every change up to `position` is on disk (at once if it is)."""
+        ...
+
+
+class NullJournal:
+    """No durability (:memory: mode): nothing is written, every change counts as synced."""
+
+    position = 0
+
+    def exchange_declared(self, exchange: Exchange, arg_types: dict[str, str]) -> None:
+        pass
+
+    def exchange_deleted(self, exchange: Exchange) -> None:
+        pass
+
+    def queue_declared(self, queue: Queue, arg_types: dict[str, str]) -> None:
+        pass
+
+    def queue_deleted(self, queue: Queue) -> None:
+        pass
+
+    def binding_added(self, binding: Binding) -> None:
+        pass
+
+    def binding_removed(self, binding: Binding) -> None:
+        pass
+
+    def message_enqueued(self, queue: Queue, entry: QueueEntry) -> None:
+        pass
+
+    def message_removed(self, queue: Queue, entry: QueueEntry) -> None:
+        pass
+
+    def message_delivered(self, queue: Queue, entry: QueueEntry) -> None:
+        pass
+
+    def queue_purged(self, queue: Queue) -> None:
+        pass
+
+    def when_synced(self, position: int, callback: Callable[[], None]) -> None:
+        callback()

@@ -1,0 +1,278 @@
+"""The single writer: engine changes become SQL statements appended in order; one task writes
+whatever has accumulated as one SQLite transaction and syncs it, so concurrent commits and
+confirms from many channels share one sync (group commit). The event loop only appends; SQLite
+work happens on aiosqlite's thread."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import time
+from collections import deque
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import aiosqlite
+from pamqp import encode
+
+from rabbitish.engine.exchanges.base import freeze
+
+if TYPE_CHECKING:
+    from rabbitish.engine.exchanges.base import Binding, Exchange
+    from rabbitish.engine.message import QueueEntry
+    from rabbitish.engine.queue import Queue
+
+log = logging.getLogger("rabbitish.store")
+
+Op = tuple[str, tuple[Any, ...]]
+
+_INSERT_MESSAGE = (
+    "INSERT OR IGNORE INTO messages (id, exchange, routing_key, properties, body, priority, "
+    "expiration_ms) VALUES (?, ?, ?, ?, ?, ?, ?)"
+)
+_INSERT_QM = (
+    "INSERT OR REPLACE INTO queue_messages (vhost, queue, seq, message_id, delivered, expires_at) "
+    "VALUES (?, ?, ?, ?, ?, ?)"
+)
+_DELETE_QM = "DELETE FROM queue_messages WHERE vhost = ? AND queue = ? AND seq = ?"
+_DELETE_ORPHAN = (
+    "DELETE FROM messages WHERE id = ? AND NOT EXISTS "
+    "(SELECT 1 FROM queue_messages WHERE message_id = ?)"
+)
+_DELETE_ALL_ORPHANS = "DELETE FROM messages WHERE id NOT IN (SELECT message_id FROM queue_messages)"
+_MARK_DELIVERED = (
+    "UPDATE queue_messages SET delivered = 1 WHERE vhost = ? AND queue = ? AND seq = ?"
+)
+
+
+def encode_table(table: dict[str, Any]) -> bytes:
+    return encode.field_table(table)
+
+
+def binding_args_key(arguments: dict[str, Any]) -> bytes:
+    return repr(freeze(arguments)).encode()
+
+
+def _dest_kind(destination: Any) -> str:
+    from rabbitish.engine.queue import Queue
+
+    return "queue" if isinstance(destination, Queue) else "exchange"
+
+
+class SqliteJournal:
+    def __init__(self, path: Path, fsync: bool, clock: Callable[[], float]) -> None:
+        self.path = path
+        self.fsync = fsync
+        self.clock = clock  # the engine's monotonic clock, to turn expiry times into wall time
+        self._ops: list[Op] = []
+        self.position = 0
+        self.synced = 0
+        self._waiters: deque[tuple[int, Callable[[], None]]] = deque()
+        self._wake = asyncio.Event()
+        self._db: aiosqlite.Connection | None = None
+        self._task: asyncio.Task[None] | None = None
+        self._closing = False
+        self.muted = False  # during recovery: the state comes from the database itself
+        self.batches = 0
+
+    # ------------------------------------------------------------------ lifecycle
+    async def start(self) -> None:
+        self._db = await aiosqlite.connect(self.path, isolation_level=None)
+        await self._db.execute("PRAGMA journal_mode=WAL")
+        await self._db.execute(f"PRAGMA synchronous={'FULL' if self.fsync else 'OFF'}")
+        self._task = asyncio.get_running_loop().create_task(self._writer(), name="journal")
+
+    async def close(self) -> None:
+        """Write what is pending, then stop."""
+        self._closing = True
+        self._wake.set()
+        if self._task is not None:
+            await self._task
+        if self._db is not None:
+            await self._db.close()
+            self._db = None
+
+    # ------------------------------------------------------------------ waiting
+    def when_synced(self, position: int, callback: Callable[[], None]) -> None:
+        if position <= self.synced:
+            callback()
+        else:
+            self._waiters.append((position, callback))
+
+    # ------------------------------------------------------------------ writer
+    def _op(self, sql: str, params: tuple[Any, ...]) -> None:
+        if self.muted:
+            return
+        self._ops.append((sql, params))
+        self.position += 1
+        self._wake.set()
+
+    async def _writer(self) -> None:
+        while True:
+            await self._wake.wait()
+            self._wake.clear()
+            if self._ops:
+                ops, self._ops = self._ops, []
+                upto = self.position
+                try:
+                    await self._write(ops)
+                except Exception:
+                    log.exception("journal write failed; %d changes not persisted", len(ops))
+                    raise
+                self.synced = upto
+                self.batches += 1
+                waiters = self._waiters
+                while waiters and waiters[0][0] <= upto:
+                    waiters.popleft()[1]()
+            if self._closing and not self._ops:
+                return
+
+    async def _write(self, ops: list[Op]) -> None:
+        db = self._db
+        assert db is not None
+        await db.execute("BEGIN")
+        run_sql, run_params = ops[0][0], [ops[0][1]]
+        for sql, params in ops[1:]:
+            if sql == run_sql:
+                run_params.append(params)
+                continue
+            await db.executemany(run_sql, run_params)
+            run_sql, run_params = sql, [params]
+        await db.executemany(run_sql, run_params)
+        await db.execute("COMMIT")
+
+    # ------------------------------------------------------------------ wiring
+    def exchange_declared(self, exchange: Exchange, arg_types: dict[str, str]) -> None:
+        if exchange.durable and exchange.name and not exchange.name.startswith("amq."):
+            self._op(
+                "INSERT OR REPLACE INTO exchanges VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (
+                    exchange.vhost,
+                    exchange.name,
+                    exchange.type_name,
+                    int(exchange.auto_delete),
+                    int(exchange.internal),
+                    encode_table(exchange.arguments),
+                    json.dumps(arg_types),
+                ),
+            )
+
+    def exchange_deleted(self, exchange: Exchange) -> None:
+        if exchange.durable:
+            self._op(
+                "DELETE FROM exchanges WHERE vhost = ? AND name = ?",
+                (exchange.vhost, exchange.name),
+            )
+            self._op(
+                "DELETE FROM bindings WHERE vhost = ? AND (source = ? OR "
+                "(dest_kind = 'exchange' AND destination = ?))",
+                (exchange.vhost, exchange.name, exchange.name),
+            )
+
+    def queue_declared(self, queue: Queue, arg_types: dict[str, str]) -> None:
+        if queue.durable:
+            self._op(
+                "INSERT OR REPLACE INTO queues VALUES (?, ?, ?, ?, ?)",
+                (
+                    queue.vhost.name,
+                    queue.name,
+                    int(queue.auto_delete),
+                    encode_table(queue.arguments),
+                    json.dumps(arg_types),
+                ),
+            )
+
+    def queue_deleted(self, queue: Queue) -> None:
+        if queue.durable:
+            vhost = queue.vhost.name
+            self._op("DELETE FROM queues WHERE vhost = ? AND name = ?", (vhost, queue.name))
+            self._op(
+                "DELETE FROM bindings WHERE vhost = ? AND dest_kind = 'queue' AND destination = ?",
+                (vhost, queue.name),
+            )
+            self._op(
+                "DELETE FROM queue_messages WHERE vhost = ? AND queue = ?", (vhost, queue.name)
+            )
+            self._op(_DELETE_ALL_ORPHANS, ())
+
+    def binding_added(self, binding: Binding) -> None:
+        if binding.source.durable and binding.destination.durable:
+            self._op(
+                "INSERT OR REPLACE INTO bindings VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (
+                    binding.source.vhost,
+                    binding.source.name,
+                    _dest_kind(binding.destination),
+                    binding.destination.name,
+                    binding.routing_key,
+                    binding_args_key(binding.arguments),
+                    encode_table(binding.arguments),
+                ),
+            )
+
+    def binding_removed(self, binding: Binding) -> None:
+        if binding.source.durable and binding.destination.durable:
+            self._op(
+                "DELETE FROM bindings WHERE vhost = ? AND source = ? AND dest_kind = ? AND "
+                "destination = ? AND routing_key = ? AND args_key = ?",
+                (
+                    binding.source.vhost,
+                    binding.source.name,
+                    _dest_kind(binding.destination),
+                    binding.destination.name,
+                    binding.routing_key,
+                    binding_args_key(binding.arguments),
+                ),
+            )
+
+    # ------------------------------------------------------------------ messages
+    def message_enqueued(self, queue: Queue, entry: QueueEntry) -> None:
+        message = entry.message
+        if not (queue.durable and message.persistent):
+            return
+        self._op(
+            _INSERT_MESSAGE,
+            (
+                message.id,
+                message.exchange,
+                message.routing_key,
+                message.raw_properties,
+                message.body,
+                message.priority,
+                message.expiration_ms,
+            ),
+        )
+        expires = None
+        if entry.expires_at is not None:
+            expires = time.time() + (entry.expires_at - self.clock())
+        self._op(
+            _INSERT_QM,
+            (
+                queue.vhost.name,
+                queue.name,
+                entry.seq,
+                message.id,
+                int(entry.delivery_count > 0),
+                expires,
+            ),
+        )
+
+    def message_removed(self, queue: Queue, entry: QueueEntry) -> None:
+        message = entry.message
+        if queue.durable and message.persistent:
+            self._op(_DELETE_QM, (queue.vhost.name, queue.name, entry.seq))
+            self._op(_DELETE_ORPHAN, (message.id, message.id))
+
+    def message_delivered(self, queue: Queue, entry: QueueEntry) -> None:
+        if queue.durable and entry.message.persistent:
+            self._op(_MARK_DELIVERED, (queue.vhost.name, queue.name, entry.seq))
+
+    def queue_purged(self, queue: Queue) -> None:
+        if queue.durable:
+            self._op(
+                "DELETE FROM queue_messages WHERE vhost = ? AND queue = ?",
+                (queue.vhost.name, queue.name),
+            )
+            self._op(_DELETE_ALL_ORPHANS, ())

@@ -1,0 +1,281 @@
+"""Crash safety: a broker process taking transactional publishes and acks from several clients
+across several durable queues is killed with SIGKILL at random moments and restarted on the same
+data dir. After every restart: nothing whose tx.commit-ok arrived is lost, nothing rolled back or
+never committed appears, every commit is there whole or not at all, no duplicates, order kept."""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pika
+import pika.exceptions
+import pytest
+
+QUEUES = ("crash-a", "crash-b", "crash-c")
+PUBLISHERS = 3
+ROUNDS = int(os.environ.get("RABBITISH_CRASH_ROUNDS", "20"))
+PERSISTENT = pika.BasicProperties(delivery_mode=2)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class BrokerProcess:
+    def __init__(self, data_dir: Path) -> None:
+        self.data_dir = data_dir
+        self.port = _free_port()
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"amqp://guest:guest@127.0.0.1:{self.port}/%2F?heartbeat=0&connection_attempts=1"
+
+    def start(self) -> None:
+        self.proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "rabbitish",
+                "serve",
+                "--port",
+                str(self.port),
+                "--data-dir",
+                str(self.data_dir),
+            ],
+            stderr=subprocess.PIPE,
+        )
+        deadline = time.monotonic() + 15
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"broker exited: {self.proc.stderr.read().decode()}")
+            try:
+                pika.BlockingConnection(pika.URLParameters(self.url)).close()
+                return
+            except pika.exceptions.AMQPConnectionError:
+                time.sleep(0.02)
+        raise TimeoutError("broker did not come up")
+
+    def kill(self) -> None:
+        assert self.proc is not None
+        self.proc.send_signal(signal.SIGKILL)
+        self.proc.wait(10)
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            self.proc.wait(10)
+
+
+@dataclass
+class Unit:
+    """One commit: the message ids it publishes (by queue) or acks."""
+
+    publishes: dict[str, list[str]] = field(default_factory=dict)
+    acks: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Ledger:
+    """What the clients know for sure, and what is in doubt because the crash ate a reply."""
+
+    present: dict[str, list[str]] = field(default_factory=lambda: {q: [] for q in QUEUES})
+    forbidden: set[str] = field(default_factory=set)  # rolled back or never committed
+    in_doubt: list[Unit] = field(default_factory=list)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+
+def publisher(
+    url: str,
+    name: str,
+    ledger: Ledger,
+    stop: threading.Event,
+    rng: random.Random,
+    counter: list[int],
+) -> None:
+    try:
+        conn = pika.BlockingConnection(pika.URLParameters(url))
+        ch = conn.channel()
+        ch.tx_select()
+        while not stop.is_set():
+            unit = Unit()
+            for _ in range(rng.randint(1, 6)):
+                queue = rng.choice(QUEUES)
+                counter[0] += 1
+                mid = f"{name}-{counter[0]}"
+                ch.basic_publish("", queue, mid.encode(), PERSISTENT)
+                unit.publishes.setdefault(queue, []).append(mid)
+            ids = [m for ms in unit.publishes.values() for m in ms]
+            if rng.random() < 0.15:
+                with ledger.lock:
+                    ledger.forbidden.update(ids)
+                ch.tx_rollback()
+                continue
+            with ledger.lock:
+                ledger.in_doubt.append(unit)
+            ch.tx_commit()
+            with ledger.lock:
+                ledger.in_doubt.remove(unit)
+                for queue, ms in unit.publishes.items():
+                    ledger.present[queue].extend(ms)
+    except (pika.exceptions.AMQPError, OSError):
+        return  # the broker was killed under us
+
+
+def acker(url: str, ledger: Ledger, stop: threading.Event, rng: random.Random) -> None:
+    try:
+        conn = pika.BlockingConnection(pika.URLParameters(url))
+        ch = conn.channel()
+        ch.tx_select()
+        while not stop.is_set():
+            queue = rng.choice(QUEUES)
+            unit = Unit()
+            tags = []
+            for _ in range(rng.randint(1, 4)):
+                method, _props, body = ch.basic_get(queue)
+                if method is None:
+                    break
+                tags.append(method.delivery_tag)
+                unit.acks.append(body.decode())
+            if not tags:
+                time.sleep(0.005)
+                continue
+            for tag in tags:
+                ch.basic_ack(tag)
+            with ledger.lock:
+                ledger.in_doubt.append(unit)
+            ch.tx_commit()
+            with ledger.lock:
+                ledger.in_doubt.remove(unit)
+                for mid in unit.acks:
+                    for ms in ledger.present.values():
+                        if mid in ms:
+                            ms.remove(mid)
+            ch.close()  # fresh channel: unacked gets are requeued, which is fine
+            ch = conn.channel()
+            ch.tx_select()
+    except (pika.exceptions.AMQPError, OSError):
+        return
+
+
+def read_queues(url: str) -> dict[str, list[tuple[str, bool]]]:
+    """Every message in each queue, in order, left in place (gets are requeued on close)."""
+    contents: dict[str, list[tuple[str, bool]]] = {}
+    conn = pika.BlockingConnection(pika.URLParameters(url))
+    for queue in QUEUES:
+        ch = conn.channel()
+        ch.queue_declare(queue, durable=True)
+        items = []
+        while True:
+            method, _props, body = ch.basic_get(queue)
+            if method is None:
+                break
+            items.append((body.decode(), method.redelivered))
+        ch.close()
+        contents[queue] = items
+    conn.close()
+    return contents
+
+
+def reconcile(ledger: Ledger, contents: dict[str, list[tuple[str, bool]]]) -> None:
+    """Check the restarted broker against the ledger, then make the ledger match it."""
+    found = {q: [m for m, _ in items] for q, items in contents.items()}
+    everything = [m for ms in found.values() for m in ms]
+    assert len(everything) == len(set(everything)), "duplicate messages after restart"
+    seen = set(everything)
+    assert not seen & ledger.forbidden, (
+        f"rolled back/uncommitted appeared: {seen & ledger.forbidden}"
+    )
+    expected = {q: list(ms) for q, ms in ledger.present.items()}
+    for unit in ledger.in_doubt:
+        if unit.publishes:
+            ids = [m for ms in unit.publishes.values() for m in ms]
+            there = [m for m in ids if m in seen]
+            assert len(there) in (0, len(ids)), f"commit visible in part: {there} of {ids}"
+            if there:
+                for queue, ms in unit.publishes.items():
+                    expected[queue].extend(ms)
+            else:
+                ledger.forbidden.update(ids)
+        else:
+            gone = [m for m in unit.acks if m not in seen]
+            assert len(gone) in (0, len(unit.acks)), f"ack commit applied in part: {gone}"
+            if gone:
+                for queue in expected:
+                    expected[queue] = [m for m in expected[queue] if m not in unit.acks]
+    ledger.in_doubt.clear()
+    for queue in QUEUES:
+        missing = set(expected[queue]) - set(found[queue])
+        assert not missing, f"committed messages lost from {queue}: {sorted(missing)[:5]}"
+        extra = set(found[queue]) - set(expected[queue])
+        assert not extra, f"unexpected messages in {queue}: {sorted(extra)[:5]}"
+        by_publisher = defaultdict(list)
+        for mid in found[queue]:
+            name, n = mid.rsplit("-", 1)
+            by_publisher[name].append(int(n))
+        for name, ns in by_publisher.items():
+            assert ns == sorted(ns), f"order broken in {queue} for {name}"
+        ledger.present[queue] = list(found[queue])
+
+
+@pytest.mark.timeout(600)
+def test_kill_9_at_random_moments(tmp_path):
+    rng = random.Random(int(os.environ.get("RABBITISH_CRASH_SEED", "1234")))
+    broker = BrokerProcess(tmp_path / "data")
+    ledger = Ledger()
+    counters = {f"p{i}": [0] for i in range(PUBLISHERS)}
+    broker.start()
+    conn = pika.BlockingConnection(pika.URLParameters(broker.url))
+    ch = conn.channel()
+    for queue in QUEUES:
+        ch.queue_declare(queue, durable=True)
+    conn.close()
+    try:
+        for _round in range(ROUNDS):
+            stop = threading.Event()
+            threads = [
+                threading.Thread(
+                    target=publisher,
+                    args=(
+                        broker.url,
+                        name,
+                        ledger,
+                        stop,
+                        random.Random(rng.random()),
+                        counters[name],
+                    ),
+                    daemon=True,
+                )
+                for name in counters
+            ]
+            threads.append(
+                threading.Thread(
+                    target=acker,
+                    args=(broker.url, ledger, stop, random.Random(rng.random())),
+                    daemon=True,
+                )
+            )
+            for t in threads:
+                t.start()
+            time.sleep(rng.uniform(0.05, 0.6))  # the random moment of the crash
+            broker.kill()
+            stop.set()
+            for t in threads:
+                t.join(10)
+            broker.start()
+            reconcile(ledger, read_queues(broker.url))
+        assert sum(len(ms) for ms in ledger.present.values()) > 0
+    finally:
+        broker.stop()
