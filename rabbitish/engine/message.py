@@ -5,7 +5,7 @@ properties when the engine must (headers routing, dead-lettering)."""
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any, Protocol
 
 from rabbitish.engine.errors import precondition_failed
@@ -44,17 +44,21 @@ class Message:
     """Immutable once published; the same object is shared by every queue it was routed to."""
 
     __slots__ = (
+        "__weakref__",
+        "_body",
         "_headers",
-        "body",
         "codec",
         "exchange",
         "expiration_ms",
         "extra_keys",
         "id",
+        "loader",
         "persistent",
+        "pinned",
         "priority",
         "raw_properties",
         "routing_key",
+        "size",
     )
 
     def __init__(
@@ -73,7 +77,12 @@ class Message:
         self.exchange = exchange
         self.routing_key = routing_key
         self.raw_properties = raw_properties
-        self.body = body
+        self._body: bytes | None = body
+        self.size = len(body)
+        # Set by the store once the body is safely on disk, so a long queue's bodies can be
+        # dropped from memory and read back on demand.
+        self.loader: Callable[[Message], bytes] | None = None
+        self.pinned = False  # also held by a transient queue: the body must stay in memory
         self.codec = codec
         self.persistent = persistent
         self.priority = priority
@@ -94,8 +103,27 @@ class Message:
         self._headers = None
 
     @property
-    def size(self) -> int:
-        return len(self.body)
+    def body(self) -> bytes:
+        body = self._body
+        if body is None:
+            assert self.loader is not None, "paged-out message without a loader"
+            body = self._body = self.loader(self)
+        return body
+
+    @property
+    def in_memory(self) -> bool:
+        return self._body is not None
+
+    def page_in(self, body: bytes) -> None:
+        if self._body is None:
+            self._body = body
+
+    def page_out(self) -> bool:
+        """Drop the body from memory when the store can give it back; True if dropped."""
+        if self.loader is None or self.pinned or self._body is None:
+            return False
+        self._body = None
+        return True
 
     @property
     def routing_keys(self) -> list[str]:

@@ -98,6 +98,8 @@ class Queue:
             return False
         entry = self._new_entry(message)
         self.ready.append(entry)
+        if not self.durable:
+            message.pinned = True  # only durable queues' messages can be read back from disk
         self.vhost.journal.message_enqueued(self, entry)
         self.stats["published"] += 1
         if args.max_length is not None or args.max_length_bytes is not None:

@@ -18,10 +18,11 @@ import aiosqlite
 from pamqp import encode
 
 from rabbitish.engine.exchanges.base import freeze
+from rabbitish.store.pager import KEEP_IN_MEMORY, Pager
 
 if TYPE_CHECKING:
     from rabbitish.engine.exchanges.base import Binding, Exchange
-    from rabbitish.engine.message import QueueEntry
+    from rabbitish.engine.message import Message, QueueEntry
     from rabbitish.engine.queue import Queue
 
 log = logging.getLogger("rabbitish.store")
@@ -75,6 +76,8 @@ class SqliteJournal:
         self._task: asyncio.Task[None] | None = None
         self._closing = False
         self.muted = False  # during recovery: the state comes from the database itself
+        self.pager: Pager | None = None
+        self._page_candidates: list[Message] = []
         self.batches = 0
 
     # ------------------------------------------------------------------ lifecycle
@@ -93,6 +96,9 @@ class SqliteJournal:
         if self._db is not None:
             await self._db.close()
             self._db = None
+        if self.pager is not None:
+            self.pager.close()
+            self.pager = None
 
     # ------------------------------------------------------------------ waiting
     def when_synced(self, position: int, callback: Callable[[], None]) -> None:
@@ -115,6 +121,7 @@ class SqliteJournal:
             self._wake.clear()
             if self._ops:
                 ops, self._ops = self._ops, []
+                candidates, self._page_candidates = self._page_candidates, []
                 upto = self.position
                 try:
                     await self._write(ops)
@@ -123,6 +130,9 @@ class SqliteJournal:
                     raise
                 self.synced = upto
                 self.batches += 1
+                if self.pager is not None:
+                    for message in candidates:  # on disk now: the body can leave memory
+                        self.pager.page_out(message)
                 waiters = self._waiters
                 while waiters and waiters[0][0] <= upto:
                     waiters.popleft()[1]()
@@ -258,6 +268,8 @@ class SqliteJournal:
                 expires,
             ),
         )
+        if self.pager is not None and queue.message_count > KEEP_IN_MEMORY:
+            self._page_candidates.append(message)
 
     def message_removed(self, queue: Queue, entry: QueueEntry) -> None:
         message = entry.message

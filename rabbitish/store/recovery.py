@@ -15,6 +15,7 @@ from pamqp import decode
 
 from rabbitish.engine.message import Message, PropertyCodec, bump_message_ids
 from rabbitish.engine.node import Node
+from rabbitish.store.pager import KEEP_IN_MEMORY, Pager
 
 log = logging.getLogger("rabbitish.store")
 
@@ -34,8 +35,23 @@ def _table(blob: bytes) -> dict:
     return decode.field_table(blob)[1] if blob else {}
 
 
+def _load_bodies(conn: sqlite3.Connection, messages: dict[int, Message], ids: set[int]) -> None:
+    wanted = sorted(ids)
+    for start in range(0, len(wanted), 500):
+        chunk = wanted[start : start + 500]
+        marks = ",".join("?" * len(chunk))
+        for mid, body in conn.execute(
+            f"SELECT id, body FROM messages WHERE id IN ({marks})", chunk
+        ):
+            messages[mid].page_in(bytes(body))
+
+
 def recover(
-    conn: sqlite3.Connection, node: Node, codec: PropertyCodec, progress: Progress | None = None
+    conn: sqlite3.Connection,
+    node: Node,
+    codec: PropertyCodec,
+    pager: Pager,
+    progress: Progress | None = None,
 ) -> RecoveryStats:
     started = time.perf_counter()
     stats = RecoveryStats()
@@ -81,14 +97,18 @@ def recover(
     messages: dict[int, Message] = {}
     max_id = 0
     now_wall, now_mono = time.time(), node.scheduler.now()
+    # Bodies are not read here: the first KEEP_IN_MEMORY messages of each queue get theirs in
+    # one pass below, the rest stay on disk until a consumer reaches them.
     rows = conn.execute(
         "SELECT qm.vhost, qm.queue, qm.seq, qm.delivered, qm.expires_at, m.id, m.exchange, "
-        "m.routing_key, m.properties, m.body, m.priority, m.expiration_ms "
+        "m.routing_key, m.properties, length(m.body), m.priority, m.expiration_ms "
         "FROM queue_messages qm JOIN messages m ON m.id = qm.message_id "
         "ORDER BY qm.vhost, qm.queue, qm.seq"
     )
     current = None
     current_key = None
+    position = 0
+    wanted: set[int] = set()
     for (
         vhost_name,
         queue_name,
@@ -99,7 +119,7 @@ def recover(
         exchange,
         routing_key,
         props,
-        body,
+        size,
         priority,
         expiration_ms,
     ) in rows:
@@ -107,6 +127,7 @@ def recover(
             current_key = (vhost_name, queue_name)
             vhost = node.vhosts.get(vhost_name)
             current = vhost.queues.get(queue_name) if vhost is not None else None
+            position = 0
         if current is None:
             continue
         message = messages.get(mid)
@@ -115,20 +136,30 @@ def recover(
                 exchange,
                 routing_key,
                 bytes(props),
-                bytes(body),
+                b"",
                 codec,
                 persistent=True,
                 priority=priority,
                 expiration_ms=expiration_ms,
             )
             message.id = mid
+            message.size = size
+            message.loader = pager.load
+            message.page_out()
+            pager.paged[mid] = message
             messages[mid] = message
             max_id = max(max_id, mid)
+        if position < KEEP_IN_MEMORY:
+            wanted.add(mid)
+        position += 1
         expires_mono = None if expires_at is None else now_mono + (expires_at - now_wall)
         current.restore(seq, message, bool(delivered), expires_mono)
         stats.messages += 1
         if progress is not None and stats.messages % 10000 == 0:
             progress(stats.messages, total)
+    _load_bodies(conn, messages, wanted)
+    for mid in wanted:
+        pager.paged.pop(mid, None)
     bump_message_ids(max_id)
     for vhost in node.vhosts.values():
         for queue in vhost.queues.values():

@@ -3,12 +3,16 @@ cannot read, before anything in it is touched."""
 
 from __future__ import annotations
 
+import os
 import sqlite3
 from pathlib import Path
+from urllib.parse import quote
 
 SCHEMA_VERSION = 1
 DB_NAME = "rabbitish.db"
 APPLICATION_ID = 0x52424954  # "RBIT": marks the file as ours in the SQLite header
+SQLITE_MAGIC = b"SQLite format 3\x00"
+TABLES = frozenset({"meta", "exchanges", "queues", "bindings", "messages", "queue_messages"})
 
 DDL = """
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -42,6 +46,8 @@ CREATE TABLE queue_messages (
 CREATE INDEX queue_messages_by_message ON queue_messages (message_id);
 """
 
+MOVE_AWAY = "move it away or pass another --data-dir"
+
 
 class StoreError(Exception):
     """The data dir cannot be used; the message is one line saying which file and what to do."""
@@ -52,63 +58,155 @@ def db_path(data_dir: str | Path) -> Path:
 
 
 def open_database(path: Path, fsync: bool) -> sqlite3.Connection:
-    """Open (creating if absent) and validate the database. Refuses, without writing anything,
-    a file that is not SQLite, is damaged, belongs to another program, or has another version."""
-    fresh = not path.exists() or path.stat().st_size == 0
-    if not fresh:
-        _check_header(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    """Open (creating if absent) and validate the database. Refuses, without writing anything
+    (not even SQLite's -wal / -shm files), a file that is not SQLite, is damaged, belongs to
+    another program, or has a newer version."""
+    _check_dir(path.parent)
+    if _is_fresh(path):
+        _create(path)
+        version = SCHEMA_VERSION
+    else:
+        version = _validate(path)
     try:
         conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
-        if not fresh:
-            _check_existing(conn, path)
         conn.execute("PRAGMA journal_mode=WAL")
         conn.execute(f"PRAGMA synchronous={'FULL' if fsync else 'OFF'}")
-        if fresh:
-            # One transaction: a crash while creating leaves an empty file, not half a schema.
-            conn.executescript(
-                f"BEGIN; {DDL} PRAGMA application_id={APPLICATION_ID}; "
-                f"INSERT INTO meta VALUES ('schema_version', '{SCHEMA_VERSION}'); COMMIT;"
-            )
-    except sqlite3.DatabaseError as err:
-        raise StoreError(
-            f"{path}: cannot be read as a rabbitish database ({err}); move it away or pass "
-            "another --data-dir"
-        ) from err
+        if version < SCHEMA_VERSION:
+            migrate(conn, version)
+    except sqlite3.Error as err:
+        raise StoreError(f"{path}: cannot be opened ({_reason(err)}); {MOVE_AWAY}") from err
     return conn
+
+
+def _check_dir(data_dir: Path) -> None:
+    """The data dir must be (or become) a directory we can write in."""
+    if data_dir.exists() and not data_dir.is_dir():
+        raise StoreError(f"{data_dir}: not a directory; pass a directory as --data-dir")
+    try:
+        data_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise StoreError(
+            f"{data_dir}: cannot create the data directory ({err.strerror}); "
+            "pass another --data-dir"
+        ) from err
+    if not os.access(data_dir, os.W_OK | os.X_OK):
+        raise StoreError(f"{data_dir}: data directory is not writable; pass another --data-dir")
+
+
+def _is_fresh(path: Path) -> bool:
+    if path.is_dir():
+        raise StoreError(f"{path}: a directory where the database file belongs; {MOVE_AWAY}")
+    return not path.exists() or path.stat().st_size == 0
+
+
+def _create(path: Path) -> None:
+    """Build the schema in a side file and rename it into place, so `path` is either absent or
+    a complete rabbitish database whose header carries our application_id."""
+    tmp = path.with_name(path.name + ".new")
+    for leftover in (tmp, Path(f"{tmp}-journal"), Path(f"{tmp}-wal"), Path(f"{tmp}-shm")):
+        leftover.unlink(missing_ok=True)
+    conn = sqlite3.connect(tmp, isolation_level=None)
+    try:
+        conn.execute("PRAGMA synchronous=FULL")
+        conn.executescript(
+            f"BEGIN; {DDL} PRAGMA application_id={APPLICATION_ID}; "
+            f"INSERT INTO meta VALUES ('schema_version', '{SCHEMA_VERSION}'); COMMIT;"
+        )
+        conn.execute("PRAGMA journal_mode=WAL")
+    finally:
+        conn.close()
+    os.replace(tmp, path)
+    fd = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _validate(path: Path) -> int:
+    """Check the raw header first (no SQLite involved), then the content read-only; returns the
+    schema version."""
+    _check_header(path)
+    # Without a -wal file the main file is the whole database: `immutable` reads it without
+    # creating -wal / -shm files or taking locks. A -wal file (left by a crash) must be read too.
+    wal = Path(f"{path}-wal").exists()
+    uri = f"file:{quote(str(path.resolve()))}?mode=ro" + ("" if wal else "&immutable=1")
+    try:
+        conn = sqlite3.connect(uri, uri=True)
+        try:
+            return _check_content(conn, path)
+        finally:
+            conn.close()
+    except sqlite3.Error as err:
+        raise StoreError(
+            f"{path}: damaged rabbitish database ({_reason(err)}); restore it from a backup or "
+            f"{MOVE_AWAY}"
+        ) from err
 
 
 def _check_header(path: Path) -> None:
     with path.open("rb") as f:
         header = f.read(100)
-    if not header.startswith(b"SQLite format 3\x00"):
-        raise StoreError(
-            f"{path}: not a SQLite database, so not rabbitish data; move it away or pass "
-            "another --data-dir"
-        )
+    if not header.startswith(SQLITE_MAGIC):
+        raise StoreError(f"{path}: not a SQLite database, so not rabbitish data; {MOVE_AWAY}")
     if len(header) < 100:
-        raise StoreError(f"{path}: truncated SQLite file; restore it from a backup or move it away")
-
-
-def _check_existing(conn: sqlite3.Connection, path: Path) -> None:
-    app_id = conn.execute("PRAGMA application_id").fetchone()[0]
-    if app_id != APPLICATION_ID:
         raise StoreError(
-            f"{path}: a SQLite database of another program, not rabbitish data; move it away or "
-            "pass another --data-dir"
+            f"{path}: truncated SQLite file ({len(header)} bytes); restore it from a backup or "
+            f"{MOVE_AWAY}"
         )
+    if int.from_bytes(header[68:72], "big") != APPLICATION_ID:
+        raise StoreError(
+            f"{path}: a SQLite database of another program, not rabbitish data; {MOVE_AWAY}"
+        )
+    page_size = int.from_bytes(header[16:18], "big")
+    page_size = 65536 if page_size == 1 else page_size
+    size = path.stat().st_size
+    if page_size < 512 or size % page_size:
+        raise StoreError(
+            f"{path}: truncated or damaged rabbitish database ({size} bytes is not a whole "
+            f"number of {page_size}-byte pages); restore it from a backup or {MOVE_AWAY}"
+        )
+
+
+def _check_content(conn: sqlite3.Connection, path: Path) -> int:
     check = conn.execute("PRAGMA quick_check").fetchone()[0]
     if check != "ok":
-        raise StoreError(f"{path}: damaged database ({check}); restore it from a backup")
-    row = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
-    version = int(row[0]) if row else 0
+        raise StoreError(
+            f"{path}: damaged rabbitish database ({check}); restore it from a backup or {MOVE_AWAY}"
+        )
+    tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+    row = None
+    if "meta" in tables:
+        row = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+    if row is None or not str(row[0]).isdigit():
+        raise StoreError(
+            f"{path}: rabbitish database without a schema version; restore it from a backup or "
+            f"{MOVE_AWAY}"
+        )
+    version = int(row[0])
     if version > SCHEMA_VERSION:
         raise StoreError(
-            f"{path}: written by a newer rabbitish (schema {version}, this one reads "
-            f"{SCHEMA_VERSION}); upgrade rabbitish"
+            f"{path}: written by a newer rabbitish (schema {version}, this one reads up to "
+            f"{SCHEMA_VERSION}); run that newer rabbitish or {MOVE_AWAY}"
         )
-    if version < SCHEMA_VERSION:
-        migrate(conn, version)
+    missing = TABLES - tables
+    if version == SCHEMA_VERSION and missing:
+        raise StoreError(
+            f"{path}: damaged rabbitish database (missing tables: {', '.join(sorted(missing))}); "
+            f"restore it from a backup or {MOVE_AWAY}"
+        )
+    return version
+
+
+def _reason(err: sqlite3.Error) -> str:
+    return _one_line(str(err)) or type(err).__name__
+
+
+def _one_line(text: str, limit: int = 200) -> str:
+    """SQLite reports span lines; the error must stay one line."""
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    joined = "; ".join(line for line in lines if not line.startswith("***"))
+    return joined if len(joined) <= limit else joined[: limit - 3] + "..."
 
 
 def migrate(conn: sqlite3.Connection, version: int) -> None:

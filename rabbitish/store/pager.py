@@ -1,0 +1,52 @@
+"""Message bodies of long queues live on disk, not in memory. Once a persistent message on a
+durable queue is synced and its queue holds more than KEEP_IN_MEMORY ready messages, its body is
+dropped; when a consumer reaches it, the body is read back, together with the bodies of the next
+few paged messages (queues drain in id order, so one read serves a run of deliveries)."""
+
+from __future__ import annotations
+
+import sqlite3
+import weakref
+from pathlib import Path
+
+from rabbitish.engine.message import Message
+
+KEEP_IN_MEMORY = 1000  # ready messages per queue whose bodies stay in memory
+READ_AHEAD = 256
+
+
+class Pager:
+    def __init__(self, path: Path) -> None:
+        # Reads only, on the event loop thread; WAL lets them run beside the writer.
+        self._db = sqlite3.connect(f"file:{path}?mode=ro", uri=True, check_same_thread=False)
+        self.paged: weakref.WeakValueDictionary[int, Message] = weakref.WeakValueDictionary()
+        self.reads = 0
+
+    def page_out(self, message: Message) -> None:
+        if message.id not in self.paged:
+            message.loader = self.load
+            if message.page_out():
+                self.paged[message.id] = message
+
+    def load(self, message: Message) -> bytes:
+        """The body of `message`, reading ahead the bodies of the paged messages after it."""
+        self.paged.pop(message.id, None)
+        rows = self._db.execute(
+            "SELECT id, body FROM messages WHERE id >= ? ORDER BY id LIMIT ?",
+            (message.id, READ_AHEAD),
+        ).fetchall()
+        self.reads += 1
+        body = None
+        for mid, data in rows:
+            if mid == message.id:
+                body = bytes(data)
+                continue
+            other = self.paged.pop(mid, None)
+            if other is not None:
+                other.page_in(bytes(data))
+        if body is None:
+            raise LookupError(f"message {message.id} is paged out but not in the store")
+        return body
+
+    def close(self) -> None:
+        self._db.close()
