@@ -1,16 +1,69 @@
 """The full command line (typer). `serve` is declared here for help and completeness; the fast
-path in main.py parses the same options without importing this module."""
+path in main.py parses the same options without importing this module. Every other command talks
+to a running broker through its management HTTP API (`--url`)."""
 
 from __future__ import annotations
 
+import json
+import os
+import sys
+import time
+from collections.abc import Callable
+from typing import Annotated, Any, TypeVar
+
 import typer
+from rabbitish.cli import render
+from rabbitish.cli.client import DEFAULT_URL, REFUSED, ApiFailure, Client, CliError, segment
 from rabbitish.cli.serve import DEFAULTS
+from rich.console import Console
 
 from rabbitish.config import Config
 
+T = TypeVar("T")
+
 cli = typer.Typer(
-    help="rabbitish: a RabbitMQ-compatible AMQP broker.", no_args_is_help=True, add_completion=False
+    help="rabbitish: a RabbitMQ-compatible AMQP broker.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
 )
+
+Url = Annotated[
+    str,
+    typer.Option(
+        "--url",
+        envvar="RABBITISH_URL",
+        help="Management API of the broker (user:password in the URL).",
+    ),
+]
+Vhost = Annotated[str | None, typer.Option("--vhost", "-V", help="Only this virtual host.")]
+VhostOne = Annotated[str, typer.Option("--vhost", "-V", help="Virtual host.")]
+AsJson = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
+
+
+PIPE_WIDTH = 200  # tables written to a pipe or file are not wrapped at 80 columns
+
+
+def _console() -> Console:
+    width = None if sys.stdout.isatty() or os.environ.get("COLUMNS") else PIPE_WIDTH
+    return Console(highlight=False, soft_wrap=False, width=width)
+
+
+def _run(fn: Callable[[], T]) -> T:
+    """Run a command body; CliError becomes one line on stderr and its exit code."""
+    try:
+        return fn()
+    except CliError as err:
+        sys.stderr.write(f"error: {err.message}\n")
+        raise typer.Exit(err.code) from None
+
+
+def _print_json(data: Any) -> None:
+    sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+
+
+def _scoped(path: str, vhost: str | None) -> str:
+    return path if vhost is None else f"{path}/{segment(vhost)}"
 
 
 @cli.callback()
@@ -24,8 +77,268 @@ def serve(
     port: int = typer.Option(DEFAULTS.port, help="AMQP port (0 picks a free one)."),
     data_dir: str = typer.Option(DEFAULTS.data_dir, help="Data directory, or :memory: for none."),
     fsync: str = typer.Option(DEFAULTS.fsync, help="always | never"),
+    management_port: int = typer.Option(
+        DEFAULTS.management_port, help="Management HTTP API port (0: disabled)."
+    ),
 ) -> None:
     """Run the broker in the foreground; Ctrl-C or SIGTERM stops it cleanly."""
     from rabbitish.cli.serve import run
 
-    raise typer.Exit(run(Config(host=host, port=port, data_dir=data_dir, fsync=fsync)))
+    config = Config(
+        host=host, port=port, data_dir=data_dir, fsync=fsync, management_port=management_port
+    )
+    raise typer.Exit(run(config))
+
+
+# ---------------------------------------------------------------------- listings
+def _listing(url: str, path: str, as_json: bool, table: Callable[[list[Any]], Any]) -> None:
+    def body() -> None:
+        items = Client(url).get(path)
+        if as_json:
+            _print_json(items)
+        else:
+            _console().print(table(items))
+
+    _run(body)
+
+
+@cli.command()
+def queues(url: Url = DEFAULT_URL, vhost: Vhost = None, as_json: AsJson = False) -> None:
+    """List queues: depth, unacknowledged, consumers, rates, flags and arguments."""
+    _listing(url, _scoped("/api/queues", vhost), as_json, render.queues_table)
+
+
+@cli.command()
+def exchanges(url: Url = DEFAULT_URL, vhost: Vhost = None, as_json: AsJson = False) -> None:
+    """List exchanges with their type, flags and arguments."""
+    _listing(url, _scoped("/api/exchanges", vhost), as_json, render.exchanges_table)
+
+
+@cli.command()
+def bindings(url: Url = DEFAULT_URL, vhost: Vhost = None, as_json: AsJson = False) -> None:
+    """List bindings (the default exchange's implicit ones included)."""
+    _listing(url, _scoped("/api/bindings", vhost), as_json, render.bindings_table)
+
+
+@cli.command()
+def connections(url: Url = DEFAULT_URL, as_json: AsJson = False) -> None:
+    """List client connections."""
+    _listing(url, "/api/connections", as_json, render.connections_table)
+
+
+@cli.command()
+def channels(url: Url = DEFAULT_URL, as_json: AsJson = False) -> None:
+    """List channels: mode (tx / confirm), consumers, prefetch, unacked and uncommitted work."""
+    _listing(url, "/api/channels", as_json, render.channels_table)
+
+
+@cli.command()
+def tx(url: Url = DEFAULT_URL, as_json: AsJson = False) -> None:
+    """Open transactions per channel (tx.select channels and what each has staged)."""
+
+    def body() -> None:
+        found = [c for c in Client(url).get("/api/channels") if c.get("transactional")]
+        if as_json:
+            _print_json(found)
+            return
+        console = _console()
+        if not found:
+            console.print("no open transactions")
+            return
+        staged = sum(c["messages_uncommitted"] + c["acks_uncommitted"] for c in found)
+        console.print(render.channels_table(found, title="Transactional channels"))
+        console.print(f"{len(found)} open transaction(s), {staged} staged operation(s)")
+
+    _run(body)
+
+
+# ---------------------------------------------------------------------- messages
+def _queue_path(vhost: str, queue: str) -> str:
+    return f"/api/queues/{segment(vhost)}/{segment(queue)}"
+
+
+def _require(client: Client, path: str, what: str) -> Any:
+    try:
+        return client.get(path)
+    except ApiFailure as err:
+        if err.status == 404:
+            raise CliError(f"no {what}") from None
+        raise
+
+
+@cli.command()
+def peek(
+    queue: Annotated[str, typer.Argument(help="Queue to look into.")],
+    count: Annotated[int, typer.Option("--count", "-n", help="How many messages.")] = 10,
+    url: Url = DEFAULT_URL,
+    vhost: VhostOne = "/",
+    as_json: AsJson = False,
+) -> None:
+    """Show the first messages of a queue without consuming them (they are requeued in place)."""
+
+    def body() -> None:
+        client = Client(url)
+        path = _queue_path(vhost, queue)
+        info = _require(client, path, f"queue '{queue}' in vhost '{vhost}'")
+        request = {"count": count, "ackmode": "ack_requeue_true", "encoding": "auto"}
+        console = _console()
+        with console.status(f"peeking at {min(count, info.get('messages_ready', 0))} message(s)"):
+            messages = client.request("POST", path + "/get", request)
+        if as_json:
+            _print_json(messages)
+            return
+        for index, message in enumerate(messages, 1):
+            console.print(render.message_panel(index, message))
+        ready = info.get("messages_ready", len(messages))
+        console.print(
+            f"{len(messages)} of {max(ready, len(messages))} ready message(s) in '{queue}' "
+            "shown; none consumed"
+        )
+
+    _run(body)
+
+
+def _parse_pairs(pairs: list[str], what: str) -> dict[str, Any]:
+    """key=value pairs; a value that reads as JSON (numbers, true, lists) keeps its type."""
+    found: dict[str, Any] = {}
+    for pair in pairs:
+        key, sep, raw = pair.partition("=")
+        if not sep or not key:
+            raise CliError(f"{what} must look like key=value, got {pair!r}", 2)
+        try:
+            found[key] = json.loads(raw)
+        except ValueError:
+            found[key] = raw
+    return found
+
+
+@cli.command()
+def publish(
+    routing_key: Annotated[
+        str, typer.Argument(help="Routing key (a queue name on the default exchange).")
+    ],
+    body: Annotated[
+        str | None, typer.Argument(help="Message body; '-' or none reads stdin.")
+    ] = None,
+    exchange: Annotated[
+        str, typer.Option("--exchange", "-e", help="Exchange ('' is the default).")
+    ] = "",
+    header: Annotated[
+        list[str] | None, typer.Option("--header", "-H", help="Header key=value.")
+    ] = None,
+    prop: Annotated[
+        list[str] | None,
+        typer.Option("--property", "-p", help="Property key=value (content_type, message_id ...)."),
+    ] = None,
+    persistent: Annotated[bool, typer.Option("--persistent", help="delivery_mode 2.")] = False,
+    url: Url = DEFAULT_URL,
+    vhost: VhostOne = "/",
+) -> None:
+    """Publish one message; exits 1 when it reached no queue."""
+
+    def run() -> None:
+        payload = sys.stdin.read() if body in (None, "-") else body
+        properties = _parse_pairs(prop or [], "--property")
+        headers = _parse_pairs(header or [], "--header")
+        if headers:
+            properties["headers"] = headers
+        if persistent:
+            properties["delivery_mode"] = 2
+        name = exchange or "amq.default"
+        path = f"/api/exchanges/{segment(vhost)}/{segment(name)}/publish"
+        request = {
+            "routing_key": routing_key,
+            "properties": properties,
+            "payload": payload,
+            "payload_encoding": "string",
+        }
+        answer = Client(url).request("POST", path, request)
+        target = f"exchange '{exchange}'" if exchange else "the default exchange"
+        if not answer.get("routed"):
+            raise CliError(f"published to {target} but no queue matched '{routing_key}'", REFUSED)
+        _console().print(f"published to {target} with routing key '{routing_key}'")
+
+    _run(run)
+
+
+@cli.command()
+def purge(
+    queue: Annotated[str, typer.Argument(help="Queue to empty.")],
+    url: Url = DEFAULT_URL,
+    vhost: VhostOne = "/",
+) -> None:
+    """Remove every ready message from a queue; prints how many went."""
+
+    def run() -> None:
+        client = Client(url)
+        path = _queue_path(vhost, queue)
+        info = _require(client, path, f"queue '{queue}' in vhost '{vhost}'")
+        ready = info.get("messages_ready", 0)
+        console = _console()
+        with console.status(f"purging {ready} message(s) from '{queue}'"):
+            client.request("DELETE", path + "/contents")
+        console.print(f"purged {ready} message(s) from '{queue}'")
+
+    _run(run)
+
+
+@cli.command()
+def delete(
+    name: Annotated[str, typer.Argument(help="Queue (or, with --exchange, exchange) to delete.")],
+    exchange: Annotated[bool, typer.Option("--exchange", help="Delete an exchange.")] = False,
+    if_empty: Annotated[bool, typer.Option("--if-empty", help="Only an empty queue.")] = False,
+    if_unused: Annotated[bool, typer.Option("--if-unused", help="Only if unused.")] = False,
+    url: Url = DEFAULT_URL,
+    vhost: VhostOne = "/",
+) -> None:
+    """Delete a queue or an exchange."""
+
+    def run() -> None:
+        kind = "exchange" if exchange else "queue"
+        path = f"/api/{kind}s/{segment(vhost)}/{segment(name)}"
+        flags = [f for f, on in (("if-empty=true", if_empty), ("if-unused=true", if_unused)) if on]
+        query = "?" + "&".join(flags) if flags else ""
+        try:
+            Client(url).request("DELETE", path + query)
+        except ApiFailure as err:
+            if err.status == 404:
+                raise CliError(f"no {kind} '{name}' in vhost '{vhost}'") from None
+            raise
+        _console().print(f"deleted {kind} '{name}'")
+
+    _run(run)
+
+
+# ---------------------------------------------------------------------- watch
+@cli.command()
+def watch(
+    url: Url = DEFAULT_URL,
+    vhost: Vhost = None,
+    interval: Annotated[
+        float, typer.Option("--interval", "-i", help="Seconds between updates.")
+    ] = 1.0,
+    iterations: Annotated[
+        int, typer.Option("--iterations", help="Stop after this many updates (0: until Ctrl-C).")
+    ] = 0,
+) -> None:
+    """A live table of queue depths and rates, refreshed every --interval seconds."""
+    from rich.live import Live
+
+    client = Client(url)
+    path = _scoped("/api/queues", vhost)
+
+    def snapshot() -> Any:
+        stamp = time.strftime("%H:%M:%S")
+        return render.queues_table(_run(lambda: client.get(path)), title=f"Queues at {stamp}")
+
+    done = 0
+    with Live(snapshot(), console=_console(), auto_refresh=False) as live:
+        try:
+            while True:
+                done += 1
+                if iterations and done >= iterations:
+                    break
+                time.sleep(interval)
+                live.update(snapshot(), refresh=True)
+        except KeyboardInterrupt:
+            pass

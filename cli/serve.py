@@ -24,12 +24,26 @@ def parser(prog: str = "rabbitish serve") -> argparse.ArgumentParser:
     p.add_argument("--port", type=int, default=DEFAULTS.port, help="AMQP port (0: any free).")
     p.add_argument("--data-dir", default=DEFAULTS.data_dir, help="Data directory, or :memory:.")
     p.add_argument("--fsync", default=DEFAULTS.fsync, choices=FSYNC_MODES)
+    p.add_argument(
+        "--management-port",
+        type=int,
+        default=DEFAULTS.management_port,
+        help="Management HTTP API port (0: disabled).",
+    )
     return p
 
 
 def main(argv: list[str], prog: str = "rabbitish serve") -> int:
     args = parser(prog).parse_args(argv)
-    return run(Config(host=args.host, port=args.port, data_dir=args.data_dir, fsync=args.fsync))
+    return run(
+        Config(
+            host=args.host,
+            port=args.port,
+            data_dir=args.data_dir,
+            fsync=args.fsync,
+            management_port=args.management_port,
+        )
+    )
 
 
 def run(config: Config) -> int:
@@ -55,11 +69,15 @@ async def serve(config: Config) -> int:
     except StoreError as err:
         log.error("cannot start: %s", err)
         return 2
+    management = ""
+    if broker.management_port:
+        management = f"; management API on http://{config.host}:{broker.management_port}"
     log.info(
-        "rabbitish accepting AMQP 0-9-1 connections on %s:%s (data: %s)",
+        "rabbitish accepting AMQP 0-9-1 connections on %s:%s (data: %s)%s",
         config.host,
         broker.port,
         config.data_dir,
+        management,
     )
     await stop.wait()
     await broker.stop()

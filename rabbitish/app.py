@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 from urllib.parse import quote
@@ -22,9 +24,13 @@ _ANY_ADDRESS = ("", "0.0.0.0", "::")
 
 class Broker:
     """One broker: `await start()` / `await stop()`, or `async with`. Keyword arguments override
-    fields of the Config (port=0 picks a free port; `port` then holds the real one)."""
+    fields of the Config (port=0 picks a free port; `port` then holds the real one). An embedded
+    broker on an ephemeral AMQP port runs no management API unless a management_port is given,
+    so test brokers never compete for 15672."""
 
     def __init__(self, config: Config | None = None, **overrides: Any) -> None:
+        if overrides.get("port") == 0 and config is None:
+            overrides.setdefault("management_port", 0)
         self.config = replace(config or Config(), **overrides)
         self.node: Node | None = None
         self.loop: asyncio.AbstractEventLoop | None = None
@@ -33,6 +39,8 @@ class Broker:
         self.port: int | None = None
         self.journal: Any = None  # the store's journal when data_dir is not :memory:
         self.recovery: Any = None
+        self.management: Any = None  # the management API server when it runs
+        self.management_port: int | None = None
 
     @property
     def url(self) -> str:
@@ -51,7 +59,11 @@ class Broker:
             from rabbitish.store import open_store
 
             self.journal, self.recovery = await open_store(
-                self.config.data_dir, self.config.fsync == "always", self.node, CODEC
+                self.config.data_dir,
+                self.config.fsync == "always",
+                self.node,
+                CODEC,
+                _recovery_progress(),
             )
         node, config, registry = self.node, self.config, self._connections
         self._server = await loop.create_server(
@@ -61,10 +73,34 @@ class Broker:
             reuse_address=True,
         )
         self.port = self._server.sockets[0].getsockname()[1]
+        if self.config.management_port:
+            try:
+                await self.start_management(self.config.management_port)
+            except OSError as err:
+                log.warning(
+                    "management API not started on port %s: %s",
+                    self.config.management_port,
+                    err.strerror or err,
+                )
+
+    async def start_management(self, port: int = 0) -> int:
+        """Serve the management HTTP API on `port` (0: any free port); returns the port."""
+        if self.management is None:
+            from rabbitish.management import start_management
+
+            assert self.node is not None and self.port is not None
+            self.management = await start_management(
+                self.node, self.config, self._connections, self.port, port
+            )
+            self.management_port = self.management.port
+        return self.management.port
 
     async def stop(self, grace: float = 1.0) -> None:
         """Close the listener, send connection.close 320 to every client, give them `grace`
         seconds to answer, then drop whoever is left."""
+        if self.management is not None:
+            await self.management.stop()
+            self.management = None
         if self._server is not None:
             self._server.close()
         for proto in list(self._connections):
@@ -89,3 +125,16 @@ class Broker:
 
     async def __aexit__(self, *exc: object) -> None:
         await self.stop()
+
+
+def _recovery_progress() -> Callable[[int, int], None]:
+    """Log recovery progress of a large data dir: the first report, then at most one a second."""
+    last = [float("-inf")]
+
+    def report(done: int, total: int) -> None:
+        now = time.monotonic()
+        if now - last[0] >= 1.0:
+            last[0] = now
+            log.info("recovering messages: %d of %d", done, total)
+
+    return report

@@ -20,6 +20,8 @@ class Config:
     handshake_timeout: float = 10.0
     # Output buffered for a slow consumer before deliveries to it pause.
     max_pending_output: int = 4 * 1024 * 1024
+    # Management HTTP API port (on `host`); 0: no management API.
+    management_port: int = 15672
 
     @property
     def in_memory(self) -> bool:

@@ -262,6 +262,8 @@ class Queue:
             break
         if expired:
             self.vhost.dead_letter(self, expired, "expired")
+        if taken is not None and len(ready):
+            self._arm_ttl()  # the new head may carry an expiry nobody is timing yet
         return taken
 
     def get(self, no_ack: bool) -> tuple[QueueEntry, bool] | None:

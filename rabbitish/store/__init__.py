@@ -8,6 +8,7 @@ from collections.abc import Callable
 from rabbitish.engine.message import PropertyCodec
 from rabbitish.engine.node import Node
 from rabbitish.store.journal import SqliteJournal
+from rabbitish.store.lock import DataDirLock
 from rabbitish.store.pager import Pager
 from rabbitish.store.recovery import RecoveryStats, recover
 from rabbitish.store.schema import StoreError, db_path, open_database
@@ -26,6 +27,12 @@ async def open_store(
     StoreError (one line: which file, what to do) without touching a file it cannot use."""
     path = db_path(data_dir)
     conn = open_database(path, fsync)
+    lock = DataDirLock(path.parent)
+    try:
+        lock.acquire()
+    except StoreError:
+        conn.close()
+        raise
     pager = Pager(path)
     try:
         stats = recover(conn, node, codec, pager, progress)
@@ -33,6 +40,7 @@ async def open_store(
         conn.close()
     journal = SqliteJournal(path, fsync, node.scheduler.now)
     journal.pager = pager
+    journal.lock = lock
     await journal.start()
     node.use_journal(journal)
     return journal, stats

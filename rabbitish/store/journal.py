@@ -18,6 +18,7 @@ import aiosqlite
 from pamqp import encode
 
 from rabbitish.engine.exchanges.base import freeze
+from rabbitish.store.lock import DataDirLock
 from rabbitish.store.pager import KEEP_IN_MEMORY, Pager
 
 if TYPE_CHECKING:
@@ -77,6 +78,7 @@ class SqliteJournal:
         self._closing = False
         self.muted = False  # during recovery: the state comes from the database itself
         self.pager: Pager | None = None
+        self.lock: DataDirLock | None = None
         self._page_candidates: list[Message] = []
         self.batches = 0
 
@@ -99,6 +101,9 @@ class SqliteJournal:
         if self.pager is not None:
             self.pager.close()
             self.pager = None
+        if self.lock is not None:
+            self.lock.release()
+            self.lock = None
 
     # ------------------------------------------------------------------ waiting
     def when_synced(self, position: int, callback: Callable[[], None]) -> None:

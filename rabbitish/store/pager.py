@@ -8,6 +8,7 @@ from __future__ import annotations
 import sqlite3
 import weakref
 from pathlib import Path
+from urllib.parse import quote
 
 from rabbitish.engine.message import Message
 
@@ -18,7 +19,8 @@ READ_AHEAD = 256
 class Pager:
     def __init__(self, path: Path) -> None:
         # Reads only, on the event loop thread; WAL lets them run beside the writer.
-        self._db = sqlite3.connect(f"file:{path}?mode=ro", uri=True, check_same_thread=False)
+        uri = f"file:{quote(str(path.resolve()))}?mode=ro"
+        self._db = sqlite3.connect(uri, uri=True, check_same_thread=False)
         self.paged: weakref.WeakValueDictionary[int, Message] = weakref.WeakValueDictionary()
         self.reads = 0
 

@@ -47,6 +47,7 @@ CREATE INDEX queue_messages_by_message ON queue_messages (message_id);
 """
 
 MOVE_AWAY = "move it away or pass another --data-dir"
+RESTORE = "restore it from a backup, or move it away to start an empty broker"
 
 
 class StoreError(Exception):
@@ -61,20 +62,30 @@ def open_database(path: Path, fsync: bool) -> sqlite3.Connection:
     """Open (creating if absent) and validate the database. Refuses, without writing anything
     (not even SQLite's -wal / -shm files), a file that is not SQLite, is damaged, belongs to
     another program, or has a newer version."""
-    _check_dir(path.parent)
-    if _is_fresh(path):
-        _create(path)
-        version = SCHEMA_VERSION
-    else:
-        version = _validate(path)
     try:
+        _check_dir(path.parent)
+        if _is_fresh(path):
+            _create(path)
+            version = SCHEMA_VERSION
+        else:
+            version = _validate(path)
         conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    except (sqlite3.Error, OSError) as err:
+        raise StoreError(
+            f"{path}: cannot be opened ({_reason(err)}); check the permissions of the data dir "
+            "or pass another --data-dir"
+        ) from err
+    try:
         conn.execute("PRAGMA journal_mode=WAL")
         conn.execute(f"PRAGMA synchronous={'FULL' if fsync else 'OFF'}")
         if version < SCHEMA_VERSION:
             migrate(conn, version)
     except sqlite3.Error as err:
+        conn.close()
         raise StoreError(f"{path}: cannot be opened ({_reason(err)}); {MOVE_AWAY}") from err
+    except StoreError:
+        conn.close()
+        raise
     return conn
 
 
@@ -138,10 +149,7 @@ def _validate(path: Path) -> int:
         finally:
             conn.close()
     except sqlite3.Error as err:
-        raise StoreError(
-            f"{path}: damaged rabbitish database ({_reason(err)}); restore it from a backup or "
-            f"{MOVE_AWAY}"
-        ) from err
+        raise StoreError(f"{path}: damaged rabbitish database ({_reason(err)}); {RESTORE}") from err
 
 
 def _check_header(path: Path) -> None:
@@ -150,10 +158,7 @@ def _check_header(path: Path) -> None:
     if not header.startswith(SQLITE_MAGIC):
         raise StoreError(f"{path}: not a SQLite database, so not rabbitish data; {MOVE_AWAY}")
     if len(header) < 100:
-        raise StoreError(
-            f"{path}: truncated SQLite file ({len(header)} bytes); restore it from a backup or "
-            f"{MOVE_AWAY}"
-        )
+        raise StoreError(f"{path}: truncated SQLite file ({len(header)} bytes); {RESTORE}")
     if int.from_bytes(header[68:72], "big") != APPLICATION_ID:
         raise StoreError(
             f"{path}: a SQLite database of another program, not rabbitish data; {MOVE_AWAY}"
@@ -164,41 +169,38 @@ def _check_header(path: Path) -> None:
     if page_size < 512 or size % page_size:
         raise StoreError(
             f"{path}: truncated or damaged rabbitish database ({size} bytes is not a whole "
-            f"number of {page_size}-byte pages); restore it from a backup or {MOVE_AWAY}"
+            f"number of {page_size}-byte pages); {RESTORE}"
         )
 
 
 def _check_content(conn: sqlite3.Connection, path: Path) -> int:
-    check = conn.execute("PRAGMA quick_check").fetchone()[0]
+    check = " ".join(row[0] for row in conn.execute("PRAGMA quick_check(3)"))
     if check != "ok":
-        raise StoreError(
-            f"{path}: damaged rabbitish database ({check}); restore it from a backup or {MOVE_AWAY}"
-        )
+        raise StoreError(f"{path}: damaged rabbitish database ({_one_line(check)}); {RESTORE}")
     tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
     row = None
     if "meta" in tables:
         row = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
     if row is None or not str(row[0]).isdigit():
-        raise StoreError(
-            f"{path}: rabbitish database without a schema version; restore it from a backup or "
-            f"{MOVE_AWAY}"
-        )
+        raise StoreError(f"{path}: rabbitish database without a schema version; {RESTORE}")
     version = int(row[0])
     if version > SCHEMA_VERSION:
         raise StoreError(
             f"{path}: written by a newer rabbitish (schema {version}, this one reads up to "
-            f"{SCHEMA_VERSION}); run that newer rabbitish or {MOVE_AWAY}"
+            f"{SCHEMA_VERSION}); run a rabbitish that new, or pass another --data-dir"
         )
     missing = TABLES - tables
     if version == SCHEMA_VERSION and missing:
         raise StoreError(
             f"{path}: damaged rabbitish database (missing tables: {', '.join(sorted(missing))}); "
-            f"restore it from a backup or {MOVE_AWAY}"
+            f"{RESTORE}"
         )
     return version
 
 
-def _reason(err: sqlite3.Error) -> str:
+def _reason(err: sqlite3.Error | OSError) -> str:
+    if isinstance(err, OSError) and err.strerror:
+        return err.strerror
     return _one_line(str(err)) or type(err).__name__
 
 

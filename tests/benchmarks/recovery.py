@@ -40,6 +40,8 @@ def _start(data_dir: Path) -> tuple[subprocess.Popen[bytes], str, float]:
             str(data_dir),
             "--fsync",
             "never",
+            "--management-port",
+            "0",
         ],
         stderr=subprocess.DEVNULL,
     )

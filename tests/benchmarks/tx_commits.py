@@ -62,7 +62,18 @@ def _free_port() -> int:
 def rabbitish_process() -> Iterator[str]:
     port = _free_port()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "rabbitish", "serve", "--port", str(port), "--data-dir", ":memory:"],
+        [
+            sys.executable,
+            "-m",
+            "rabbitish",
+            "serve",
+            "--port",
+            str(port),
+            "--data-dir",
+            ":memory:",
+            "--management-port",
+            "0",
+        ],
         stderr=subprocess.DEVNULL,
     )
     try:

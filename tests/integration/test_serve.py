@@ -43,7 +43,17 @@ def serving(kind: str, *extra: str) -> Iterator[tuple[subprocess.Popen[str], str
     AMQP handshake. The process is stopped (and reaped) on exit."""
     port = _free_port()
     url = f"amqp://guest:guest@127.0.0.1:{port}/%2F"
-    args = [*COMMANDS[kind], "serve", "--port", str(port), "--data-dir", ":memory:", *extra]
+    args = [
+        *COMMANDS[kind],
+        "serve",
+        "--port",
+        str(port),
+        "--data-dir",
+        ":memory:",
+        "--management-port",
+        "0",
+        *extra,
+    ]
     started = time.monotonic()
     proc = subprocess.Popen(args, stderr=subprocess.PIPE, text=True, cwd=os.getcwd())
     try:

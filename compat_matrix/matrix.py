@@ -1,0 +1,93 @@
+"""One full run: both brokers side by side, every scenario on each, then the comparison.
+
+The two targets run concurrently (each in its own thread, each scenario on one target at a
+time), which roughly halves the wall time; RabbitMQ's start and restart dominate it."""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+from compat_matrix.compare import Comparison, compare, load_expected, unknown_entries
+from compat_matrix.registry import Scenario, all_scenarios
+from compat_matrix.runner import Result, Target, run_target
+from compat_matrix.targets import rabbitish_target, rabbitmq_target
+
+
+@dataclass
+class MatrixRun:
+    comparisons: list[Comparison]
+    versions: tuple[str, str]
+    seconds: float
+    stale: list[str]
+    raw: dict[str, dict[str, Result]]
+
+    @property
+    def unexpected(self) -> list[Comparison]:
+        return [c for c in self.comparisons if c.status == "unexpected"]
+
+    @property
+    def reference_failures(self) -> list[Comparison]:
+        return [c for c in self.comparisons if not c.reference_ok]
+
+
+def _run_on(
+    factory: Callable[[], contextlib.AbstractContextManager[Target]],
+    scenarios: list[Scenario],
+    progress: Callable[[str], None],
+) -> tuple[Target, dict[str, Result]]:
+    started = time.monotonic()
+    with factory() as target:
+        progress(f"{target.name} {target.version} up after {time.monotonic() - started:.1f} s")
+        results = run_target(target, scenarios, progress)
+        progress(f"{target.name}: done after {time.monotonic() - started:.1f} s")
+        return target, results
+
+
+def select(pattern: str | None = None) -> list[Scenario]:
+    """All scenarios, or those whose key contains `pattern`."""
+    chosen = all_scenarios()
+    return [s for s in chosen if pattern is None or pattern in s.key]
+
+
+def run_matrix(
+    scenarios: list[Scenario] | None = None,
+    progress: Callable[[str], None] = print,
+    factories: tuple[Any, Any] = (rabbitish_target, rabbitmq_target),
+) -> MatrixRun:
+    """Start both brokers, run every scenario on each, compare against the reference."""
+    chosen = scenarios if scenarios is not None else select()
+    started = time.monotonic()
+    lock = threading.Lock()
+
+    def say(message: str) -> None:
+        with lock:
+            progress(message)
+
+    with ThreadPoolExecutor(2, thread_name_prefix="compat-target") as pool:
+        ours_future = pool.submit(_run_on, factories[0], chosen, say)
+        reference_future = pool.submit(_run_on, factories[1], chosen, say)
+        ours_target, ours = ours_future.result()
+        reference_target, reference = reference_future.result()
+    allowed = load_expected()
+    comparisons = compare(
+        chosen, ours, reference, allowed, (reference_target.name, ours_target.name)
+    )
+    return MatrixRun(
+        comparisons,
+        (ours_target.version, reference_target.version),
+        time.monotonic() - started,
+        unknown_entries(allowed, all_scenarios()),
+        {ours_target.name: ours, reference_target.name: reference},
+    )
+
+
+@contextlib.contextmanager
+def url_target(name: str, url: str) -> Iterator[Target]:
+    """An already running broker (no restarts: restart scenarios are skipped)."""
+    yield Target(name, "running", url, None)

@@ -1,0 +1,482 @@
+"""The management API's resources, as plain methods over the engine: each takes already-decoded
+path parts, query and body and returns JSON-ready data or raises ApiError. Everything runs on the
+broker's event loop and calls the engine directly (all engine calls are synchronous)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import TYPE_CHECKING, Any
+from urllib.parse import unquote_plus
+
+from rabbitish import __version__
+from rabbitish.engine.errors import AMQPError
+from rabbitish.management import errors, format, messages, sessions
+from rabbitish.management.errors import ApiError, bad_request, not_found
+from rabbitish.management.rates import Rates
+
+if TYPE_CHECKING:
+    from rabbitish.config import Config
+    from rabbitish.engine.auth import User
+    from rabbitish.engine.exchanges.base import Exchange
+    from rabbitish.engine.node import Node
+    from rabbitish.engine.queue import Queue
+    from rabbitish.engine.vhost import VirtualHost
+
+DEFAULT_EXCHANGE = "amq.default"  # how the API names the exchange called ""
+CLOSED_VIA_API = "Closed via management plugin"
+
+
+class Api:
+    def __init__(self, node: Node, config: Config, protocols: Any, amqp_port: int) -> None:
+        self.node = node
+        self.config = config
+        self.protocols = protocols  # the broker's socket-level connections
+        self.amqp_port = amqp_port
+        self.http_port = 0
+        self.rates = Rates()
+
+    # ------------------------------------------------------------------ lookups
+    def vhost(self, user: User, name: str) -> VirtualHost:
+        vhost = self.node.vhosts.get(name)
+        if vhost is None or not self.node.users.may_access(user, name):
+            raise not_found()
+        return vhost
+
+    def vhosts(self, user: User, name: str | None = None) -> list[VirtualHost]:
+        if name is not None:
+            return [self.vhost(user, name)]
+        return [
+            v
+            for _, v in sorted(self.node.vhosts.items())
+            if self.node.users.may_access(user, v.name)
+        ]
+
+    def queue(self, user: User, vhost_name: str, name: str) -> Queue:
+        queue = self.vhost(user, vhost_name).queues.get(name)
+        if queue is None:
+            raise not_found()
+        return queue
+
+    def exchange(self, user: User, vhost_name: str, name: str) -> Exchange:
+        name = "" if name == DEFAULT_EXCHANGE else name
+        exchange = self.vhost(user, vhost_name).exchanges.get(name)
+        if exchange is None:
+            raise not_found()
+        return exchange
+
+    def _connections(self, user: User, vhost: str | None = None) -> Iterator[Any]:
+        for conn in list(self.node.connections):
+            name = conn.vhost.name if conn.vhost is not None else None  # type: ignore[attr-defined]
+            if (vhost is None or name == vhost) and (
+                name is None or self.node.users.may_access(user, name)
+            ):
+                yield conn
+
+    def _owner(self, queue: Queue, known: dict[int, sessions.Endpoint]) -> dict[str, Any] | None:
+        if queue.exclusive_owner is None:
+            return None
+        endpoint = sessions.endpoint_of(queue.exclusive_owner, known)
+        return {
+            "name": endpoint.name,
+            "peer_host": endpoint.peer_host,
+            "peer_port": endpoint.peer_port,
+        }
+
+    def _endpoints(self) -> dict[int, sessions.Endpoint]:
+        return sessions.endpoints(self.protocols, self.amqp_port)
+
+    # ------------------------------------------------------------------ overview
+    def overview(self, user: User) -> dict[str, Any]:
+        vhosts = self.vhosts(user)
+        queues = [q for v in vhosts for q in v.queues.values()]
+        conns = list(self._connections(user))
+        ready = sum(q.message_count for q in queues)
+        unacked = sum(q.unacked for q in queues)
+        stats = {
+            "publish": sum(q.stats["published"] for q in queues),
+            "deliver_get": sum(q.stats["delivered"] for q in queues),
+            "ack": sum(q.stats["acked"] for q in queues),
+        }
+        host = self.config.host or "0.0.0.0"
+        return {
+            "cluster_name": format.NODE,
+            "contexts": [],
+            "exchange_types": [
+                {"name": n, "description": d, "enabled": True}
+                for n, d in format.EXCHANGE_TYPES.items()
+            ],
+            "listeners": [
+                {
+                    "node": format.NODE,
+                    "protocol": "amqp",
+                    "ip_address": host,
+                    "port": self.amqp_port,
+                },
+                {
+                    "node": format.NODE,
+                    "protocol": "http",
+                    "ip_address": host,
+                    "port": self.http_port,
+                },
+            ],
+            "management_version": format.RABBITMQ_VERSION,
+            "message_stats": stats,
+            "node": format.NODE,
+            "object_totals": {
+                "channels": sum(len(c.channels) for c in conns),
+                "connections": len(conns),
+                "consumers": sum(len(q.consumers) for q in queues),
+                "exchanges": sum(len(v.exchanges) for v in vhosts),
+                "queues": len(queues),
+            },
+            "product_name": "rabbitish",
+            "product_version": __version__,
+            "queue_totals": {
+                "messages": ready + unacked,
+                "messages_ready": ready,
+                "messages_unacknowledged": unacked,
+            },
+            "rabbitmq_version": format.RABBITMQ_VERSION,
+            "rates_mode": "basic",
+        }
+
+    @staticmethod
+    def whoami(user: User) -> dict[str, Any]:
+        return {"name": user.name, "tags": list(user.tags)}
+
+    def list_vhosts(self, user: User, name: str | None = None) -> Any:
+        found = [format.vhost_json(v, v.queues.values()) for v in self.vhosts(user, name)]
+        return found[0] if name is not None else found
+
+    # ------------------------------------------------------------------ queues
+    def list_queues(self, user: User, vhost: str | None = None) -> list[dict[str, Any]]:
+        known = self._endpoints()
+        return [
+            format.queue_json(q, self.rates, self._owner(q, known))
+            for v in self.vhosts(user, vhost)
+            for _, q in sorted(v.queues.items())
+        ]
+
+    def get_queue(self, user: User, vhost: str, name: str) -> dict[str, Any]:
+        queue = self.queue(user, vhost, name)
+        known = self._endpoints()
+        doc = format.queue_json(queue, self.rates, self._owner(queue, known))
+        doc["consumer_details"] = [
+            sessions.consumer_json(c, queue, self._consumer_endpoint(c, known))
+            for c in queue.consumers
+        ]
+        doc["deliveries"] = []
+        doc["incoming"] = []
+        return doc
+
+    @staticmethod
+    def _consumer_endpoint(
+        consumer: Any, known: dict[int, sessions.Endpoint]
+    ) -> sessions.Endpoint | None:
+        channel = getattr(consumer, "channel", None)
+        return sessions.endpoint_of(channel.conn, known) if channel is not None else None
+
+    def put_queue(self, user: User, vhost_name: str, name: str, body: dict[str, Any]) -> int:
+        vhost = self.node.vhosts.get(vhost_name)
+        if vhost is None or not self.node.users.may_access(user, vhost_name):
+            raise ApiError(404, "not_found", "vhost_not_found")
+        existed = name in vhost.queues
+        arguments = body.get("arguments") or {}
+        if not isinstance(arguments, dict):
+            raise bad_request("arguments must be a JSON object")
+        try:
+            vhost.declare_queue(
+                name,
+                owner=None,
+                durable=_flag(body, "durable"),
+                auto_delete=_flag(body, "auto_delete"),
+                arguments=arguments,
+            )
+        except AMQPError as err:
+            raise errors.from_declare(err) from None
+        return 204 if existed else 201
+
+    def delete_queue(self, user: User, vhost: str, name: str, query: Mapping[str, str]) -> None:
+        self.queue(user, vhost, name)
+        try:
+            self.node.vhosts[vhost].delete_queue(
+                name,
+                owner=None,
+                if_unused=query.get("if-unused") == "true",
+                if_empty=query.get("if-empty") == "true",
+            )
+        except AMQPError as err:
+            raise errors.from_declare(err) from None
+
+    def purge(self, user: User, vhost: str, name: str) -> int:
+        queue = self.queue(user, vhost, name)
+        try:
+            queue.vhost.check_exclusive(queue, None)
+        except AMQPError as err:
+            raise errors.from_declare(err) from None
+        return queue.purge()
+
+    def get(self, user: User, vhost: str, name: str, body: dict[str, Any]) -> list[dict[str, Any]]:
+        missing = [k for k in ("ackmode", "count", "encoding") if k not in body]
+        if missing:
+            raise errors.key_missing(missing)
+        count = _integer(body["count"])
+        truncate = _integer(body["truncate"]) if body.get("truncate") is not None else None
+        ackmode, encoding = body["ackmode"], body["encoding"]
+        if encoding not in ("auto", "base64"):
+            raise bad_request("Unsupported encoding. Please use auto or base64.")
+        if ackmode not in messages.ACKMODES:
+            raise ApiError(500)  # RabbitMQ fails the same way on an unknown ackmode
+        try:
+            vhost_obj = self.vhost(user, vhost)
+        except ApiError:
+            raise errors.not_authorised() from None
+        try:
+            queue = vhost_obj.queue(name, None)
+        except AMQPError as err:
+            raise errors.from_channel(err) from None
+        return messages.get_messages(queue, count, ackmode, encoding, truncate)
+
+    # ------------------------------------------------------------------ exchanges
+    def list_exchanges(self, user: User, vhost: str | None = None) -> list[dict[str, Any]]:
+        return [
+            format.exchange_json(e)
+            for v in self.vhosts(user, vhost)
+            for _, e in sorted(v.exchanges.items())
+        ]
+
+    def get_exchange(self, user: User, vhost: str, name: str) -> dict[str, Any]:
+        doc = format.exchange_json(self.exchange(user, vhost, name))
+        doc["incoming"] = []
+        doc["outgoing"] = []
+        return doc
+
+    def put_exchange(self, user: User, vhost_name: str, name: str, body: dict[str, Any]) -> int:
+        vhost = self.node.vhosts.get(vhost_name)
+        if vhost is None or not self.node.users.may_access(user, vhost_name):
+            raise ApiError(404, "not_found", "vhost_not_found")
+        name = "" if name == DEFAULT_EXCHANGE else name
+        existed = name in vhost.exchanges
+        arguments = body.get("arguments") or {}
+        if not isinstance(arguments, dict):
+            raise bad_request("arguments must be a JSON object")
+        try:
+            vhost.declare_exchange(
+                name,
+                str(body.get("type") or "direct"),
+                durable=_flag(body, "durable"),
+                auto_delete=_flag(body, "auto_delete"),
+                internal=_flag(body, "internal"),
+                arguments=arguments,
+            )
+        except AMQPError as err:
+            raise errors.from_declare(err) from None
+        return 204 if existed else 201
+
+    def delete_exchange(self, user: User, vhost: str, name: str, query: Mapping[str, str]) -> None:
+        exchange = self.exchange(user, vhost, name)
+        try:
+            self.node.vhosts[vhost].delete_exchange(
+                exchange.name, if_unused=query.get("if-unused") == "true"
+            )
+        except AMQPError as err:
+            raise errors.from_declare(err) from None
+
+    def publish(self, user: User, vhost: str, name: str, body: dict[str, Any]) -> dict[str, bool]:
+        keys = ("routing_key", "properties", "payload", "payload_encoding")
+        missing = [k for k in keys if k not in body]
+        if missing:
+            raise errors.key_missing(missing)
+        try:
+            vhost_obj = self.vhost(user, vhost)
+        except ApiError:
+            raise errors.not_authorised() from None
+        payload = messages.decode_payload(body["payload"], body["payload_encoding"])
+        exchange = "" if name == DEFAULT_EXCHANGE else name
+        try:
+            routed = messages.publish(
+                vhost_obj,
+                exchange,
+                str(body["routing_key"]),
+                body["properties"],
+                payload,
+                user.name,
+            )
+        except AMQPError as err:
+            raise errors.from_publish(err) from None
+        return {"routed": routed}
+
+    # ------------------------------------------------------------------ bindings
+    def list_bindings(self, user: User, vhost: str | None = None) -> list[dict[str, Any]]:
+        return [b for v in self.vhosts(user, vhost) for b in format.vhost_bindings(v)]
+
+    def queue_bindings(self, user: User, vhost: str, name: str) -> list[dict[str, Any]]:
+        self.queue(user, vhost, name)
+        return [
+            b
+            for b in self.list_bindings(user, vhost)
+            if b["destination_type"] == "queue" and b["destination"] == name
+        ]
+
+    def exchange_bindings(
+        self, user: User, vhost: str, name: str, side: str
+    ) -> list[dict[str, Any]]:
+        exchange = self.exchange(user, vhost, name)
+        if side == "source":
+            return [b for b in self.list_bindings(user, vhost) if b["source"] == exchange.name]
+        return [
+            b
+            for b in self.list_bindings(user, vhost)
+            if b["destination_type"] == "exchange" and b["destination"] == exchange.name
+        ]
+
+    def bindings_between(
+        self, user: User, vhost: str, source: str, kind: str, destination: str
+    ) -> list[dict[str, Any]]:
+        exchange = self.exchange(user, vhost, source)
+        self._destination(user, vhost, kind, destination)
+        return [
+            b
+            for b in self.list_bindings(user, vhost)
+            if b["source"] == exchange.name
+            and b["destination_type"] == kind
+            and b["destination"] == destination
+        ]
+
+    def _destination(self, user: User, vhost: str, kind: str, name: str) -> Any:
+        if kind == "queue":
+            return self.queue(user, vhost, name)
+        return self.exchange(user, vhost, name)
+
+    def binding(
+        self, user: User, vhost: str, source: str, kind: str, destination: str, props: str
+    ) -> dict[str, Any]:
+        for found in self.bindings_between(user, vhost, source, kind, destination):
+            key = found["properties_key"]
+            # The key holds %-escapes: accept it escaped once more or sent as it is.
+            if props in (key, unquote_plus(key)):
+                return found
+        raise not_found()
+
+    def add_binding(
+        self, user: User, vhost: str, source: str, kind: str, destination: str, body: dict[str, Any]
+    ) -> str:
+        """Bind; returns the new binding's properties key (for the Location header)."""
+        vhost_obj = self.vhost(user, vhost)
+        routing_key = str(body.get("routing_key") or "")
+        arguments = body.get("arguments") or {}
+        if not isinstance(arguments, dict):
+            raise bad_request("arguments must be a JSON object")
+        source = "" if source == DEFAULT_EXCHANGE else source
+        try:
+            vhost_obj.add_binding(kind, destination, source, routing_key, arguments, {}, None)
+        except AMQPError as err:
+            raise errors.from_declare(err) from None
+        return format.properties_key(routing_key, arguments)
+
+    def delete_binding(
+        self, user: User, vhost: str, source: str, kind: str, destination: str, props: str
+    ) -> None:
+        found = self.binding(user, vhost, source, kind, destination, props)
+        try:
+            self.node.vhosts[vhost].remove_binding(
+                kind,
+                destination,
+                found["source"],
+                found["routing_key"],
+                self._binding_arguments(vhost, found),
+                None,
+            )
+        except AMQPError as err:
+            raise errors.from_declare(err) from None
+
+    def _binding_arguments(self, vhost: str, found: dict[str, Any]) -> dict[str, Any]:
+        """The engine's own arguments object for a listed binding (JSON loses wire types)."""
+        exchange = self.node.vhosts[vhost].exchanges[found["source"]]
+        for binding in exchange.bindings.values():
+            listed = format.explicit_binding(vhost, binding)
+            if listed == found:
+                return binding.arguments
+        return {}
+
+    # ------------------------------------------------------------------ connections
+    def list_connections(self, user: User, vhost: str | None = None) -> list[dict[str, Any]]:
+        if vhost is not None:
+            self.vhost(user, vhost)
+        known = self._endpoints()
+        found = [
+            sessions.connection_json(c, sessions.endpoint_of(c, known))
+            for c in self._connections(user, vhost)
+        ]
+        return sorted(found, key=lambda c: c["name"])
+
+    def _connection(self, user: User, name: str) -> Any:
+        known = self._endpoints()
+        for conn in self._connections(user):
+            if sessions.endpoint_of(conn, known).name == name:
+                return conn
+        raise not_found()
+
+    def get_connection(self, user: User, name: str) -> dict[str, Any]:
+        conn = self._connection(user, name)
+        return sessions.connection_json(conn, sessions.endpoint_of(conn, self._endpoints()))
+
+    def close_connection(self, user: User, name: str, reason: str | None) -> None:
+        """Close with 320 CONNECTION_FORCED, as RabbitMQ does (text from the X-Reason header)."""
+        conn = self._connection(user, name)
+        for proto in list(self.protocols):
+            if getattr(proto, "conn", None) is conn:
+                proto.force_close(320, reason or CLOSED_VIA_API)
+                return
+        conn.server_close(320, reason or CLOSED_VIA_API)
+
+    def list_channels(
+        self, user: User, vhost: str | None = None, connection: str | None = None
+    ) -> list[dict[str, Any]]:
+        if vhost is not None:
+            self.vhost(user, vhost)
+        known = self._endpoints()
+        conns = (
+            [self._connection(user, connection)]
+            if connection is not None
+            else list(self._connections(user, vhost))
+        )
+        found = []
+        for conn in conns:
+            endpoint = sessions.endpoint_of(conn, known)
+            for _, channel in sorted(conn.channels.items()):
+                found.append(sessions.channel_json(conn, channel, endpoint))
+        return sorted(found, key=lambda c: (c["connection_details"]["name"], c["number"]))
+
+    def get_channel(self, user: User, name: str) -> dict[str, Any]:
+        for channel in self.list_channels(user):
+            if channel["name"] == name:
+                return channel
+        raise not_found()
+
+    def list_consumers(self, user: User, vhost: str | None = None) -> list[dict[str, Any]]:
+        known = self._endpoints()
+        return [
+            sessions.consumer_json(c, q, self._consumer_endpoint(c, known))
+            for v in self.vhosts(user, vhost)
+            for _, q in sorted(v.queues.items())
+            for c in q.consumers
+        ]
+
+
+def _flag(body: dict[str, Any], name: str) -> bool:
+    value = body.get(name, False)
+    if isinstance(value, str):
+        return value == "true"
+    return bool(value)
+
+
+def _integer(value: Any) -> int:
+    if isinstance(value, bool):
+        raise bad_request(["not_integer", value])
+    if isinstance(value, int):
+        return value
+    try:
+        return int(str(value))
+    except ValueError:
+        raise bad_request(["not_integer", value]) from None

@@ -1,0 +1,244 @@
+"""The HTTP side of the management API (aiohttp): routes, Basic auth against the broker's users,
+JSON bodies and RabbitMQ's status codes and error bodies. Imported only when the API is enabled,
+so a broker without it never loads aiohttp."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any
+from urllib.parse import quote
+
+from aiohttp import web
+
+from rabbitish.management import listing
+from rabbitish.management.api import Api
+from rabbitish.management.errors import NOT_FOUND_BODY, ApiError, bad_request
+
+log = logging.getLogger("rabbitish.management")
+
+REALM = 'Basic realm="RabbitMQ Management"'
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+
+def _json(data: Any, status: int = 200) -> web.Response:
+    return web.Response(
+        status=status,
+        body=json.dumps(data, separators=(",", ":")).encode(),
+        content_type="application/json",
+        headers={"Cache-Control": "no-cache"},
+    )
+
+
+def _error(err: ApiError) -> web.Response:
+    headers = (
+        {"WWW-Authenticate": REALM} if err.status == 401 and err.error == "not_authorized" else {}
+    )
+    if err.body is None:
+        return web.Response(status=err.status, headers=headers)
+    response = _json(err.body, err.status)
+    response.headers.update(headers)
+    return response
+
+
+async def _body(request: web.Request) -> dict[str, Any]:
+    raw = await request.read()
+    if not raw.strip():
+        return {}
+    try:
+        body = json.loads(raw)
+    except (ValueError, UnicodeDecodeError):
+        raise bad_request("not_json") from None
+    if not isinstance(body, dict):
+        raise bad_request("not_json")
+    return body
+
+
+class ManagementServer:
+    """The API on one TCP port; `start()` binds it, `stop()` closes it."""
+
+    def __init__(self, api: Api) -> None:
+        self.api = api
+        self.port: int | None = None
+        self._runner: web.AppRunner | None = None
+
+    async def start(self, host: str, port: int) -> int:
+        app = web.Application(middlewares=[self._errors, self._auth])
+        self._routes(app)
+        self._runner = web.AppRunner(app, access_log=None, handle_signals=False)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, host or None, port, reuse_address=True)
+        try:
+            await site.start()
+        except OSError:
+            await self._runner.cleanup()
+            self._runner = None
+            raise
+        server = site._server
+        assert server is not None and server.sockets  # type: ignore[attr-defined]
+        self.port = server.sockets[0].getsockname()[1]  # type: ignore[attr-defined]
+        self.api.http_port = self.port
+        return self.port
+
+    async def stop(self) -> None:
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
+
+    # ------------------------------------------------------------------ middlewares
+    @web.middleware
+    async def _errors(self, request: web.Request, handler: Handler) -> web.StreamResponse:
+        try:
+            return await handler(request)
+        except ApiError as err:
+            return _error(err)
+        except web.HTTPNotFound:
+            return _json(NOT_FOUND_BODY, 404)
+        except web.HTTPMethodNotAllowed as err:
+            allowed = ", ".join(sorted({*err.allowed_methods, "HEAD", "OPTIONS"}))
+            return web.Response(status=405, headers={"Allow": allowed})
+
+    @web.middleware
+    async def _auth(self, request: web.Request, handler: Handler) -> web.StreamResponse:
+        header = request.headers.get("Authorization", "")
+        if not header.lower().startswith("basic "):
+            return web.Response(status=401, headers={"WWW-Authenticate": REALM})
+        try:
+            name, _, password = base64.b64decode(header[6:].strip()).decode().partition(":")
+        except (binascii.Error, UnicodeDecodeError):
+            name, password = "", ""
+        user = self.api.node.users.authenticate(name, password)
+        if user is None:
+            raise ApiError(401, "not_authorized", "Login failed")
+        request["user"] = user
+        return await handler(request)
+
+    # ------------------------------------------------------------------ routes
+    def _routes(self, app: web.Application) -> None:
+        a = self.api
+        q, e = "/api/queues/{vhost}/{name}", "/api/exchanges/{vhost}/{name}"
+        b = "/api/bindings/{vhost}/e/{source}/{kind:[qe]}/{destination}"
+        get = app.router.add_get
+        get("/api/overview", self._read(lambda r, u: a.overview(u)))
+        get("/api/whoami", self._read(lambda r, u: a.whoami(u)))
+        get("/api/vhosts", self._list(lambda r, u: a.list_vhosts(u)))
+        get("/api/vhosts/{vhost}", self._read(lambda r, u: a.list_vhosts(u, r["vhost"])))
+        get(
+            "/api/vhosts/{vhost}/connections",
+            self._list(lambda r, u: a.list_connections(u, r["vhost"])),
+        )
+        get("/api/vhosts/{vhost}/channels", self._list(lambda r, u: a.list_channels(u, r["vhost"])))
+        get("/api/queues", self._list(lambda r, u: a.list_queues(u)))
+        get("/api/queues/{vhost}", self._list(lambda r, u: a.list_queues(u, r["vhost"])))
+        get(q, self._read(lambda r, u: a.get_queue(u, r["vhost"], r["name"])))
+        app.router.add_put(q, self._put(a.put_queue))
+        app.router.add_delete(q, self._delete_queue)
+        app.router.add_delete(q + "/contents", self._purge)
+        app.router.add_post(q + "/get", self._get_messages)
+        get(q + "/bindings", self._list(lambda r, u: a.queue_bindings(u, r["vhost"], r["name"])))
+        get("/api/exchanges", self._list(lambda r, u: a.list_exchanges(u)))
+        get("/api/exchanges/{vhost}", self._list(lambda r, u: a.list_exchanges(u, r["vhost"])))
+        get(e, self._read(lambda r, u: a.get_exchange(u, r["vhost"], r["name"])))
+        app.router.add_put(e, self._put(a.put_exchange))
+        app.router.add_delete(e, self._delete_exchange)
+        app.router.add_post(e + "/publish", self._publish)
+        get(
+            e + "/bindings/{side:source|destination}",
+            self._list(lambda r, u: a.exchange_bindings(u, r["vhost"], r["name"], r["side"])),
+        )
+        get("/api/bindings", self._list(lambda r, u: a.list_bindings(u)))
+        get("/api/bindings/{vhost}", self._list(lambda r, u: a.list_bindings(u, r["vhost"])))
+        get(b, self._list(lambda r, u: a.bindings_between(u, *_binding_path(r))))
+        app.router.add_post(b, self._bind)
+        get(b + "/{props}", self._read(lambda r, u: a.binding(u, *_binding_path(r), r["props"])))
+        app.router.add_delete(b + "/{props}", self._unbind)
+        get("/api/connections", self._list(lambda r, u: a.list_connections(u)))
+        get("/api/connections/{name}", self._read(lambda r, u: a.get_connection(u, r["name"])))
+        app.router.add_delete("/api/connections/{name}", self._close_connection)
+        get(
+            "/api/connections/{name}/channels",
+            self._list(lambda r, u: a.list_channels(u, connection=r["name"])),
+        )
+        get("/api/channels", self._list(lambda r, u: a.list_channels(u)))
+        get("/api/channels/{name}", self._read(lambda r, u: a.get_channel(u, r["name"])))
+        get("/api/consumers", self._list(lambda r, u: a.list_consumers(u)))
+        get("/api/consumers/{vhost}", self._list(lambda r, u: a.list_consumers(u, r["vhost"])))
+        for check in ("alarms", "local-alarms"):
+            get(f"/api/health/checks/{check}", self._read(lambda r, u: {"status": "ok"}))
+
+    # ------------------------------------------------------------------ handler factories
+    @staticmethod
+    def _read(fn: Callable[[Any, Any], Any]) -> Handler:
+        async def handler(request: web.Request) -> web.StreamResponse:
+            return _json(fn(request.match_info, request["user"]))
+
+        return handler
+
+    @staticmethod
+    def _list(fn: Callable[[Any, Any], list[dict[str, Any]]]) -> Handler:
+        async def handler(request: web.Request) -> web.StreamResponse:
+            items = fn(request.match_info, request["user"])
+            return _json(listing.apply(items, request.query))
+
+        return handler
+
+    @staticmethod
+    def _put(fn: Callable[..., int]) -> Handler:
+        async def handler(request: web.Request) -> web.StreamResponse:
+            body = await _body(request)
+            info = request.match_info
+            status = fn(request["user"], info["vhost"], info["name"], body)
+            return web.Response(status=status)
+
+        return handler
+
+    # ------------------------------------------------------------------ handlers
+    async def _delete_queue(self, request: web.Request) -> web.StreamResponse:
+        info = request.match_info
+        self.api.delete_queue(request["user"], info["vhost"], info["name"], request.query)
+        return web.Response(status=204)
+
+    async def _purge(self, request: web.Request) -> web.StreamResponse:
+        info = request.match_info
+        self.api.purge(request["user"], info["vhost"], info["name"])
+        return web.Response(status=204)
+
+    async def _get_messages(self, request: web.Request) -> web.StreamResponse:
+        info = request.match_info
+        body = await _body(request)
+        return _json(self.api.get(request["user"], info["vhost"], info["name"], body))
+
+    async def _delete_exchange(self, request: web.Request) -> web.StreamResponse:
+        info = request.match_info
+        self.api.delete_exchange(request["user"], info["vhost"], info["name"], request.query)
+        return web.Response(status=204)
+
+    async def _publish(self, request: web.Request) -> web.StreamResponse:
+        info = request.match_info
+        body = await _body(request)
+        return _json(self.api.publish(request["user"], info["vhost"], info["name"], body))
+
+    async def _bind(self, request: web.Request) -> web.StreamResponse:
+        body = await _body(request)
+        vhost, source, kind, destination = _binding_path(request.match_info)
+        props = self.api.add_binding(request["user"], vhost, source, kind, destination, body)
+        location = f"{quote(destination, safe='')}/{quote(props, safe='~')}"
+        return web.Response(status=201, headers={"Location": location})
+
+    async def _unbind(self, request: web.Request) -> web.StreamResponse:
+        info = request.match_info
+        self.api.delete_binding(request["user"], *_binding_path(info), info["props"])
+        return web.Response(status=204)
+
+    async def _close_connection(self, request: web.Request) -> web.StreamResponse:
+        reason = request.headers.get("X-Reason")
+        self.api.close_connection(request["user"], request.match_info["name"], reason)
+        return web.Response(status=204)
+
+
+def _binding_path(info: Any) -> tuple[str, str, str, str]:
+    kind = "queue" if info["kind"] == "q" else "exchange"
+    return info["vhost"], info["source"], kind, info["destination"]
