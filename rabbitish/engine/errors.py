@@ -60,6 +60,7 @@ class AMQPError(Exception):
         self.text = text
         self.class_id = class_id
         self.method_id = method_id
+        self.located = bool(class_id)  # the causing method is known (0/0 can be deliberate)
 
     @property
     def reply_text(self) -> str:
@@ -72,9 +73,11 @@ class AMQPError(Exception):
         return self.reply_code in HARD_CODES
 
     def at(self, class_id: int, method_id: int) -> AMQPError:
-        """Fill in the method that caused the error, unless already set."""
-        if not self.class_id:
+        """Fill in the method that caused the error, unless already set (the innermost
+        caller knows best; `.at(0, 0)` pins "no method", as RabbitMQ reports internal errors)."""
+        if not self.located:
             self.class_id, self.method_id = class_id, method_id
+            self.located = True
         return self
 
     def __repr__(self) -> str:

@@ -102,15 +102,16 @@ class Queue:
             message.pinned = True  # only durable queues' messages can be read back from disk
         self.vhost.journal.message_enqueued(self, entry)
         self.stats["published"] += 1
-        if args.max_length is not None or args.max_length_bytes is not None:
-            self._drop_head_over_limit()
-        # A consumer ready to take the message gets it whatever its TTL (even 0), as in
-        # RabbitMQ; only a message left waiting in the queue can expire.
+        # A consumer ready to take the message gets it whatever its TTL (even 0) and whatever
+        # the length limit (even 0), as in RabbitMQ; only messages left waiting can expire or
+        # be dropped.
         self._arriving = entry
         try:
             self.dispatch()
         finally:
             self._arriving = None
+        if args.max_length is not None or args.max_length_bytes is not None:
+            self._drop_head_over_limit()
         if entry.expires_at is not None:
             self._drop_expired()
         return True
@@ -302,6 +303,10 @@ class Queue:
             any_back = True
         if any_back:
             self.dispatch()
+            if not self.args.rejects_overflow and (
+                self.args.max_length is not None or self.args.max_length_bytes is not None
+            ):
+                self._drop_head_over_limit()  # requeued messages count against the limit too
             self._arm_ttl()
 
     def discard(self, entries: list[QueueEntry], reason: str = "rejected") -> None:

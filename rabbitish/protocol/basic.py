@@ -4,6 +4,7 @@ consume / cancel / get, ack / nack / reject, qos and recover."""
 from __future__ import annotations
 
 import base64
+import binascii
 import itertools
 import os
 import struct
@@ -46,6 +47,16 @@ def _reply_to_suffix() -> str:
     node = b"v" + struct.pack(">H", len(_REPLY_NODE)) + _REPLY_NODE
     pid = b"\x83X" + node + struct.pack(">II", next(_reply_ids) & 0x7FFF, 0) + os.urandom(4)
     return f"{base64.b64encode(pid).decode()}.{base64.b64encode(os.urandom(16)).decode()}"
+
+
+def _decodable_reply_to(name: str) -> bool:
+    """Whether a reply-to name carries a pid term RabbitMQ could decode (base64 of an external
+    term format binary); an unknown but well-formed one is just dropped."""
+    pid, _, _key = name[len(REPLY_TO_PREFIX) :].partition(".")
+    try:
+        return base64.b64decode(pid, validate=True).startswith(b"\x83")
+    except (binascii.Error, ValueError):
+        return False
 
 
 def reply_to_exists(vhost: VirtualHost, name: str) -> bool:
@@ -132,6 +143,9 @@ def _publish_reply(
     target = ch.vhost.reply_to_targets.get(routing_key)
     if target is not None:
         target(message)
+    elif not _decodable_reply_to(routing_key):
+        # RabbitMQ decodes the Erlang pid in the name and crashes the connection if it can't.
+        raise ConnectionError_(541, "").at(0, 0)
     if ch.tx is not None:
         ch.tx.stage_publish(message, [], mandatory)
         return

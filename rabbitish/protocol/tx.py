@@ -44,6 +44,12 @@ def tx_commit(ch: Channel, method: commands.Tx.Commit, payload: bytes) -> None:
         if delivery.consumer is not None:
             delivery.consumer.unacked -= 1
     ch.staged_settlements -= len(deliveries)
+    if result.rejected:
+        # A queue with x-overflow reject-publish refused part of the commit: RabbitMQ keeps
+        # what was accepted and closes the channel.
+        if deliveries:
+            ch.resume_deliveries()
+        raise precondition_failed("partial tx completion")
     ch.commit_in_progress = True
     if result.queues_touched:
         # Like RabbitMQ, which waits for the queues involved, the commit is in progress until
