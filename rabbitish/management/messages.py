@@ -10,11 +10,11 @@ import struct
 from typing import TYPE_CHECKING, Any
 
 from rabbitish.engine.errors import precondition_failed
-from rabbitish.engine.message import Message, parse_expiration
+from rabbitish.engine.message import Message
 from rabbitish.management.errors import ApiError, bad_request
 from rabbitish.management.format import jsonable
 from rabbitish.protocol import properties
-from rabbitish.protocol.codec import CODEC
+from rabbitish.protocol.basic import message_from_properties
 
 if TYPE_CHECKING:
     from rabbitish.engine.queue import Queue
@@ -113,17 +113,7 @@ def publish(
         raise precondition_failed(
             f"user_id property set to '{user_id}' but authenticated user was '{user}'"
         )
-    expiration_ms = parse_expiration(info.expiration) if info.expiration is not None else None
-    message = Message(
-        exchange_name,
-        routing_key,
-        raw,
-        payload,
-        CODEC,
-        persistent=info.delivery_mode == 2,
-        priority=info.priority,
-        expiration_ms=expiration_ms,
-    )
+    message = message_from_properties(exchange_name, routing_key, raw, payload, info)
     queues = vhost.route(exchange, routing_key, message)
     for queue in queues:
         queue.enqueue(message)

@@ -37,6 +37,30 @@ _REPLY_NODE = f"reply@{int.from_bytes(os.urandom(4)) % 100_000_000:08d}".encode(
 _reply_ids = itertools.count(1)
 
 
+def message_from_properties(
+    exchange_name: str,
+    routing_key: str,
+    raw_properties: bytes,
+    body: bytes,
+    info: properties.PropertyInfo,
+) -> Message:
+    """A message whose persistence, priority and TTL come from its content properties (shared by
+    basic.publish and the management API's publish)."""
+    expiration_ms = None
+    if info.expiration is not None:
+        expiration_ms = parse_expiration(info.expiration)
+    return Message(
+        exchange_name,
+        routing_key,
+        raw_properties,
+        body,
+        CODEC,
+        persistent=info.delivery_mode == 2,
+        priority=info.priority,
+        expiration_ms=expiration_ms,
+    )
+
+
 def _token() -> str:
     """A generated consumer tag suffix: RabbitMQ's rabbit_guid format (url-safe, no padding)."""
     return base64.urlsafe_b64encode(os.urandom(16)).decode().rstrip("=")
@@ -100,19 +124,7 @@ def publish(
         raise precondition_failed(
             f"user_id property set to '{user_id}' but authenticated user was '{ch.conn.user}'"
         )
-    expiration_ms = None
-    if info.expiration is not None:
-        expiration_ms = parse_expiration(info.expiration)
-    message = Message(
-        exchange_name,
-        routing_key,
-        raw_properties,
-        body,
-        CODEC,
-        persistent=info.delivery_mode == 2,
-        priority=info.priority,
-        expiration_ms=expiration_ms,
-    )
+    message = message_from_properties(exchange_name, routing_key, raw_properties, body, info)
     seq = 0
     if ch.mode == "confirm":
         ch.publish_seq += 1

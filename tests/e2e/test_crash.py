@@ -8,7 +8,6 @@ from __future__ import annotations
 import os
 import random
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -21,16 +20,12 @@ import pika
 import pika.exceptions
 import pytest
 
+from tests.support.clients import free_port as _free_port
+
 QUEUES = ("crash-a", "crash-b", "crash-c")
 PUBLISHERS = 3
 ROUNDS = int(os.environ.get("RABBITISH_CRASH_ROUNDS", "20"))
 PERSISTENT = pika.BasicProperties(delivery_mode=2)
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class BrokerProcess:

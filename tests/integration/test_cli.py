@@ -23,6 +23,9 @@ from rabbitish.cli import docs
 from rabbitish.cli.commands import cli
 from typer.testing import CliRunner
 
+from tests.support.clients import blocking_connection as _pika
+from tests.support.clients import free_port as _free_port
+
 BIN = Path(sys.executable).parent / "rabbitish"
 
 
@@ -39,16 +42,6 @@ def run_json(*args: str) -> Any:
     result = run(*args, "--json")
     assert result.exit_code == 0, result.stderr
     return json.loads(result.stdout)
-
-
-def _pika(broker_url: str) -> pika.BlockingConnection:
-    return pika.BlockingConnection(pika.URLParameters(broker_url))
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 # ---------------------------------------------------------------------- listings

@@ -15,18 +15,9 @@ import pika.exceptions
 import pytest
 from pamqp import commands
 
+from tests.support.clients import blocking_connection as _pika
+from tests.support.clients import pika_wait as _wait
 from tests.support.raw_amqp import RawClient
-
-
-def _pika(url: str) -> pika.BlockingConnection:
-    return pika.BlockingConnection(pika.URLParameters(url))
-
-
-def _wait(predicate, conn: pika.BlockingConnection, timeout: float = 5.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        assert time.monotonic() < deadline, "condition not met in time"
-        conn.process_data_events(time_limit=0.05)
 
 
 async def _until(predicate, timeout: float = 5.0) -> None:

@@ -17,13 +17,10 @@ from pamqp import commands, decode, encode
 from pamqp import frame as pframe
 from pamqp.base import Frame as Method
 
+from tests.support.clients import blocking_connection as _pika
 from tests.support.raw_amqp import RawClient, method_frame, raw_frame
 
 BIG = os.urandom(5 * 1024 * 1024 + 17)
-
-
-def _pika(url: str) -> pika.BlockingConnection:
-    return pika.BlockingConnection(pika.URLParameters(url))
 
 
 # ---------------------------------------------------------------------- raw frames

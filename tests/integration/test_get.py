@@ -12,9 +12,7 @@ import pika
 import pika.exceptions
 import pytest
 
-
-def _pika(url: str) -> pika.BlockingConnection:
-    return pika.BlockingConnection(pika.URLParameters(url))
+from tests.support.clients import blocking_connection as _pika
 
 
 async def test_get_ok_counts_the_messages_left_and_get_empty_when_drained(amqp_url, uid):

@@ -7,16 +7,12 @@ from __future__ import annotations
 
 import asyncio
 import signal
-import socket
 import subprocess
 import sys
 import threading
 import time
 from collections import defaultdict
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
 
 import aiormq
 import pika
@@ -26,17 +22,13 @@ from pamqp.commands import Basic
 
 import rabbitish
 from rabbitish.testing import running_broker
+from tests.support.clients import free_port as _free_port
+from tests.support.clients import pika_channel as _channel
 from tests.support.raw_amqp import RawClient
 
 PERSISTENT = Basic.Properties(delivery_mode=2)
 CONNECTIONS = 20
 COMMITS_EACH = 10
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 class BrokerProcess:
@@ -72,16 +64,6 @@ class BrokerProcess:
         if self.proc is not None and self.proc.poll() is None:
             self.proc.terminate()
             self.proc.wait(10)
-
-
-@contextmanager
-def _channel(url: str) -> Iterator[Any]:
-    conn = pika.BlockingConnection(pika.URLParameters(url))
-    try:
-        yield conn.channel()
-    finally:
-        if conn.is_open:
-            conn.close()
 
 
 # ---------------------------------------------------------------------- group commit

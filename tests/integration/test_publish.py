@@ -4,7 +4,6 @@ expiration checks. Each test runs against rabbitish and a real RabbitMQ (`amqp_u
 from __future__ import annotations
 
 import asyncio
-import time
 
 import aiormq
 import pika
@@ -12,19 +11,9 @@ import pika.exceptions
 import pytest
 from pamqp import commands
 
+from tests.support.clients import blocking_connection as _pika
+from tests.support.clients import pika_wait as _wait
 from tests.support.raw_amqp import RawClient, content_header_frame, method_frame, raw_frame
-
-
-def _pika(url: str) -> pika.BlockingConnection:
-    return pika.BlockingConnection(pika.URLParameters(url))
-
-
-def _wait(predicate, conn: pika.BlockingConnection, timeout: float = 5.0) -> None:
-    """Process pika I/O until `predicate()` holds."""
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        assert time.monotonic() < deadline, "condition not met in time"
-        conn.process_data_events(time_limit=0.05)
 
 
 def test_mandatory_unroutable_is_returned_with_content_intact(amqp_url, uid):

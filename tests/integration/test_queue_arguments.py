@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -17,6 +17,8 @@ import pika
 import pika.exceptions
 import pytest
 from pamqp import commands
+
+from tests.support.clients import bodies, channel_error, wait_until
 
 
 @contextmanager
@@ -32,30 +34,8 @@ def channel(url: str, confirm: bool = False) -> Iterator[Any]:
             conn.close()
 
 
-def channel_error(fn: Callable[[], Any]) -> tuple[int, str]:
-    with pytest.raises(pika.exceptions.ChannelClosedByBroker) as info:
-        fn()
-    return info.value.reply_code, info.value.reply_text
-
-
-def wait_until(predicate: Callable[[], bool], timeout: float = 5.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        assert time.monotonic() < deadline, "condition not met in time"
-        time.sleep(0.01)
-
-
 def ready(ch: Any, queue: str) -> int:
     return ch.queue_declare(queue, passive=True).method.message_count
-
-
-def bodies(ch: Any, queue: str) -> list[bytes]:
-    out = []
-    while True:
-        method, _props, body = ch.basic_get(queue, auto_ack=True)
-        if method is None:
-            return out
-        out.append(body)
 
 
 def queue_exists(url: str, name: str) -> bool:

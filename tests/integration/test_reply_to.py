@@ -13,13 +13,11 @@ import pika
 import pika.exceptions
 import pytest
 
+from tests.support.clients import blocking_connection as _pika
+
 REPLY_TO = "amq.rabbitmq.reply-to"
 # amq.rabbitmq.reply-to.<base64 of the channel's Erlang pid>.<base64 of a 16-byte key>
 REPLY_NAME = re.compile(r"amq\.rabbitmq\.reply-to\.[A-Za-z0-9+/]+={0,2}\.[A-Za-z0-9+/]{22}==")
-
-
-def _pika(url: str) -> pika.BlockingConnection:
-    return pika.BlockingConnection(pika.URLParameters(url))
 
 
 def _wait(predicate, conn: pika.BlockingConnection, timeout: float = 5.0) -> None:

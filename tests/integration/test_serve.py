@@ -21,6 +21,7 @@ import pika.exceptions
 import pytest
 
 import rabbitish
+from tests.support.clients import free_port as _free_port
 from tests.support.raw_amqp import RawClient
 
 SHUTDOWN = (320, "CONNECTION_FORCED - broker forced connection closure with reason 'shutdown'")
@@ -29,12 +30,6 @@ COMMANDS = {
     "script": [str(BIN / "rabbitish")],
     "module": [sys.executable, "-m", "rabbitish"],
 }
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 @contextmanager

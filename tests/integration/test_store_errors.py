@@ -10,10 +10,8 @@ import shutil
 import sqlite3
 import subprocess
 import sys
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import pika
 import pytest
@@ -24,6 +22,7 @@ from rabbitish.store.lock import LOCK_NAME
 from rabbitish.store.pager import KEEP_IN_MEMORY
 from rabbitish.store.schema import DB_NAME
 from rabbitish.testing import running_broker
+from tests.support.clients import pika_channel as _channel
 
 PAGE = 4096
 
@@ -149,16 +148,6 @@ def snapshot(root: Path) -> dict[str, bytes | None]:
     for path in root.rglob("*"):
         found[str(path)] = path.read_bytes() if path.is_file() else None
     return found
-
-
-@contextmanager
-def _channel(url: str) -> Iterator[Any]:
-    conn = pika.BlockingConnection(pika.URLParameters(url))
-    try:
-        yield conn.channel()
-    finally:
-        if conn.is_open:
-            conn.close()
 
 
 def _data_dir(case: str, tmp_path: Path, template: Path) -> tuple[Path, Path, Path]:

@@ -5,24 +5,14 @@ RabbitMQ: the same assertions hold on both."""
 from __future__ import annotations
 
 import random
-from contextlib import contextmanager
 
 import pika
 import pika.exceptions
 import pytest
 from pamqp import commands
 
+from tests.support.clients import pika_connection as connect
 from tests.support.raw_amqp import RawClient, content_header_frame, method_frame, raw_frame
-
-
-@contextmanager
-def connect(url: str):
-    conn = pika.BlockingConnection(pika.URLParameters(url))
-    try:
-        yield conn
-    finally:
-        if conn.is_open:
-            conn.close()
 
 
 class TxCase:

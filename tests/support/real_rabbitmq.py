@@ -21,6 +21,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from tests.support.clients import free_port
+
 RABBITMQ_SERVER = Path("/usr/lib/rabbitmq/bin/rabbitmq-server")
 RABBITMQ_LIB = Path("/usr/lib/rabbitmq/lib")
 START_TIMEOUT = 60.0
@@ -35,13 +37,6 @@ class RealRabbitError(RuntimeError):
 def rabbitmq_available() -> bool:
     """Say whether the Debian package is installed, so tests can skip otherwise."""
     return RABBITMQ_SERVER.is_file()
-
-
-def _free_port() -> int:
-    """Ask the kernel for a free ephemeral port (small race accepted)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def _packaged_version() -> str:
@@ -223,14 +218,14 @@ def real_rabbitmq(enable_management: bool = False) -> Iterator[RealRabbit]:
     if not rabbitmq_available():
         raise RealRabbitError(f"{RABBITMQ_SERVER} not installed")
     data_dir = Path(tempfile.mkdtemp(prefix="rabbitish-rmq-"))
-    port = _free_port()
+    port = free_port()
     rabbit = RealRabbit(
         port=port,
         url=f"amqp://guest:guest@127.0.0.1:{port}/%2F",
-        management_port=_free_port() if enable_management else None,
+        management_port=free_port() if enable_management else None,
         version=_packaged_version(),
         data_dir=data_dir,
-        dist_port=_free_port(),
+        dist_port=free_port(),
         nodename=f"rabbitish-test-{uuid.uuid4().hex[:12]}@localhost",
     )
     try:

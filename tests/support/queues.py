@@ -1,0 +1,40 @@
+"""Helpers for the queue tests: the RESOURCE_LOCKED text, short unique names, whether a queue
+exists, and polling."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+import pika
+import pika.exceptions
+
+from tests.support.clients import pika_channel as channel
+
+LOCKED = (
+    "RESOURCE_LOCKED - cannot obtain exclusive access to locked queue '{q}' in vhost '/'. It "
+    "could be originally declared on another connection or the exclusive property value does "
+    "not match that of the original declaration."
+)
+
+
+def short(uid: str) -> str:
+    """A unique name short enough for the 405 text to fit in a reply (255 bytes)."""
+    return "-".join(uid.split("-")[:2]) + "-x"
+
+
+def queue_exists(url: str, name: str) -> bool:
+    with channel(url) as ch:
+        try:
+            ch.queue_declare(name, passive=True)
+        except pika.exceptions.ChannelClosedByBroker as error:
+            assert error.reply_code in (404, 405)
+            return error.reply_code == 405
+        return True
+
+
+def wait_until(predicate: Callable[[], bool], timeout: float = 5.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < deadline, "condition not met in time"
+        time.sleep(0.02)
