@@ -213,24 +213,14 @@ def ack(ch: Channel, tag: int, multiple: bool) -> None:
 
 def settle(ch: Channel, deliveries: list[Delivery], outcome: str) -> None:
     """Apply ack / requeue / discard to deliveries already removed from the unacked set."""
-    for delivery in deliveries:
-        if delivery.consumer is not None:
-            delivery.consumer.unacked -= 1
-    if outcome == "ack":
-        for delivery in deliveries:
-            delivery.queue.ack(delivery.entry)
-    elif outcome == "requeue":
-        by_queue: dict[int, list[Delivery]] = {}
-        for delivery in deliveries:
-            by_queue.setdefault(id(delivery.queue), []).append(delivery)
-        for group in by_queue.values():
-            group[0].queue.requeue([d.entry for d in group])
-    else:
-        by_queue = {}
-        for delivery in deliveries:
-            by_queue.setdefault(id(delivery.queue), []).append(delivery)
-        for group in by_queue.values():
-            group[0].queue.discard([d.entry for d in group])
+    for queue, entries in ch.by_queue(deliveries):
+        if outcome == "ack":
+            for entry in entries:
+                queue.ack(entry)
+        elif outcome == "requeue":
+            queue.requeue(entries)
+        else:
+            queue.discard(entries)
     ch.resume_deliveries()
 
 

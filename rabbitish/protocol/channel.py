@@ -268,13 +268,19 @@ class Channel:
             self.vhost.reply_to_targets.pop(self.reply_to_name, None)
             self.reply_to_name = None
 
-    def requeue_deliveries(self, deliveries: list[Delivery]) -> None:
-        by_queue: dict[int, tuple[Queue, list[QueueEntry]]] = {}
+    @staticmethod
+    def by_queue(deliveries: list[Delivery]) -> list[tuple[Queue, list[QueueEntry]]]:
+        """Deliveries grouped per queue (in order), releasing their consumers' credit: queues
+        settle a batch at once, which keeps requeued messages in their original places."""
+        groups: dict[int, tuple[Queue, list[QueueEntry]]] = {}
         for delivery in deliveries:
             if delivery.consumer is not None:
                 delivery.consumer.unacked -= 1
-            by_queue.setdefault(id(delivery.queue), (delivery.queue, []))[1].append(delivery.entry)
-        for queue, entries in by_queue.values():
+            groups.setdefault(id(delivery.queue), (delivery.queue, []))[1].append(delivery.entry)
+        return list(groups.values())
+
+    def requeue_deliveries(self, deliveries: list[Delivery]) -> None:
+        for queue, entries in self.by_queue(deliveries):
             queue.requeue(entries)
 
     # ------------------------------------------------------------------ deliveries
