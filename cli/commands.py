@@ -134,10 +134,10 @@ def channels(url: Url = DEFAULT_URL, as_json: AsJson = False) -> None:
 
 @cli.command()
 def tx(url: Url = DEFAULT_URL, as_json: AsJson = False) -> None:
-    """Open transactions per channel (tx.select channels and what each has staged)."""
+    """Open transactions: id, state, channel, age and what each has staged."""
 
     def body() -> None:
-        found = [c for c in Client(url).get("/api/channels") if c.get("transactional")]
+        found = Client(url).get("/api/transactions")
         if as_json:
             _print_json(found)
             return
@@ -145,8 +145,11 @@ def tx(url: Url = DEFAULT_URL, as_json: AsJson = False) -> None:
         if not found:
             console.print("no open transactions")
             return
-        staged = sum(c["messages_uncommitted"] + c["acks_uncommitted"] for c in found)
-        console.print(render.channels_table(found, title="Transactional channels"))
+        staged = sum(
+            t["staged_publishes"] + t["staged_settlements"] + t["staged_acquisitions"]
+            for t in found
+        )
+        console.print(render.transactions_table(found))
         console.print(f"{len(found)} open transaction(s), {staged} staged operation(s)")
 
     _run(body)

@@ -140,6 +140,32 @@ def connections_table(connections: list[dict[str, Any]]) -> Table:
     return table
 
 
+def transactions_table(transactions: list[dict[str, Any]]) -> Table:
+    table = _table(
+        "Open transactions",
+        [
+            ("id", "left"),
+            ("state", "left"),
+            ("client (channel)", "left"),
+            ("age", "right"),
+            ("publishes", "right"),
+            ("settlements", "right"),
+            ("acquisitions", "right"),
+        ],
+    )
+    for tx in transactions:
+        table.add_row(
+            tx.get("id") or "",
+            tx.get("state") or "",
+            f"{tx.get('connection') or ''} ({tx.get('channel')})",
+            f"{tx.get('age_seconds', 0):.1f}s",
+            str(tx.get("staged_publishes", 0)),
+            str(tx.get("staged_settlements", 0)),
+            str(tx.get("staged_acquisitions", 0)),
+        )
+    return table
+
+
 def channels_table(channels: list[dict[str, Any]], title: str = "Channels") -> Table:
     table = _table(
         title,

@@ -13,6 +13,7 @@ from urllib.parse import quote
 
 from rabbitish.config import Config
 from rabbitish.engine.node import Node
+from rabbitish.protocol.codec import CODEC
 from rabbitish.server.connection import AmqpServerProtocol
 from rabbitish.server.scheduler import LoopScheduler
 
@@ -53,9 +54,10 @@ class Broker:
 
     async def start(self) -> None:
         self.loop = loop = asyncio.get_running_loop()
-        self.node = Node(LoopScheduler(loop), vhosts=self.config.vhosts, users=self.config.users)
+        self.node = Node(
+            LoopScheduler(loop), vhosts=self.config.vhosts, users=self.config.users, codec=CODEC
+        )
         if not self.config.in_memory:
-            from rabbitish.protocol.codec import CODEC
             from rabbitish.store import open_store
 
             self.journal, self.recovery = await open_store(

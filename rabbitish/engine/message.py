@@ -30,6 +30,27 @@ class PropertyCodec(Protocol):
 
     def with_expiration(self, raw: bytes, expiration: str | None) -> bytes: ...
 
+    def new_message(self, exchange: str, routing_key: str, raw: bytes, body: bytes) -> Message:
+        """A message whose persistence, priority and TTL come from its properties."""
+        ...
+
+    def to_json(self, raw: bytes) -> dict[str, Any]:
+        """Every property, decoded (the management API renders them)."""
+        ...
+
+    def from_json(self, props: dict[str, Any]) -> bytes:
+        """Raw properties from JSON ones, typed as RabbitMQ's management API types them; raises
+        PropertyError."""
+        ...
+
+
+class PropertyError(ValueError):
+    """Properties given as JSON that cannot be encoded; `reason` is what RabbitMQ reports."""
+
+    def __init__(self, reason: Any) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
 
 _message_ids = itertools.count(1)
 

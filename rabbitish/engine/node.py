@@ -1,11 +1,15 @@
-"""The engine's root: vhosts, users and the scheduler. One per broker process; front ends (0-9-1,
-1.0) and the management API all act on it."""
+"""The engine's root: vhosts, users, the scheduler, the transaction registry and the front ends'
+connections. One per broker process; front ends (0-9-1, 1.0) and the management API all act on
+it."""
 
 from __future__ import annotations
 
 from rabbitish.engine.auth import User, UserDatabase
 from rabbitish.engine.clock import Scheduler
 from rabbitish.engine.journal import Journal, NullJournal
+from rabbitish.engine.message import PropertyCodec
+from rabbitish.engine.sessions import FrontEndConnection
+from rabbitish.engine.transactions import TransactionRegistry
 from rabbitish.engine.vhost import VirtualHost
 
 
@@ -15,8 +19,11 @@ class Node:
         scheduler: Scheduler,
         vhosts: tuple[str, ...] = ("/",),
         users: dict[str, str] | None = None,
+        codec: PropertyCodec | None = None,
     ) -> None:
         self.scheduler = scheduler
+        # How messages published through the management API are encoded (the 0-9-1 codec).
+        self.codec = codec
         self.journal: Journal = NullJournal()
         self.vhosts: dict[str, VirtualHost] = {
             name: VirtualHost(name, scheduler) for name in vhosts
@@ -24,7 +31,8 @@ class Node:
         self.users = UserDatabase(
             {name: User(name, password) for name, password in (users or {"guest": "guest"}).items()}
         )
-        self.connections: set[object] = set()
+        self.connections: set[FrontEndConnection] = set()
+        self.transactions = TransactionRegistry()
 
     def vhost(self, name: str) -> VirtualHost | None:
         return self.vhosts.get(name)

@@ -4,9 +4,11 @@ original position, TTL at the head, length limits, dead-lettering and expiry of 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from rabbitish.engine.clock import Scheduler, TimerHandle
+from rabbitish.engine.consumer import Consumer
+from rabbitish.engine.delivery import Delivery
 from rabbitish.engine.errors import access_refused
 from rabbitish.engine.message import Message, QueueEntry
 from rabbitish.engine.queue_args import QueueArguments
@@ -16,23 +18,11 @@ if TYPE_CHECKING:
     from rabbitish.engine.vhost import VirtualHost
 
 
-class Consumer(Protocol):
-    """What a queue needs from a consumer, whichever protocol it speaks."""
+class Drained(NamedTuple):
+    """What `Queue.drain` did: deliveries made, and whether nothing ready was left."""
 
-    tag: str
-    no_ack: bool
-    exclusive: bool
-    priority: int  # higher first; equal priorities share round-robin
-
-    def can_take(self) -> bool:
-        """True when prefetch and flow control allow one more delivery."""
-        ...
-
-    def deliver(self, queue: Queue, entry: QueueEntry, redelivered: bool) -> None: ...
-
-    def cancelled_by_broker(self, queue: Queue) -> None:
-        """The queue went away (deleted, expired): tell the client if it can be told."""
-        ...
+    delivered: int
+    dry: bool
 
 
 class Queue:
@@ -63,7 +53,7 @@ class Queue:
         self.consumers: list[Consumer] = []
         self._rr = 0
         self._prioritised = False  # consumers with different x-priority values
-        self.unacked = 0
+        self.outstanding: set[Delivery] = set()  # delivered, not settled yet
         self.deleted = False
         self._next_seq = 0
         self._ttl_timer: TimerHandle | None = None
@@ -71,6 +61,7 @@ class Queue:
         self._expiry_timer: TimerHandle | None = None
         self._had_consumer = False
         self._dispatching = False
+        self._held = False  # a commit is applying its effects: no deliveries until it is done
         self._arriving: QueueEntry | None = None
         self.stats = {"published": 0, "delivered": 0, "acked": 0}
         self.touch()
@@ -79,6 +70,10 @@ class Queue:
     @property
     def message_count(self) -> int:
         return len(self.ready)
+
+    @property
+    def unacked(self) -> int:
+        return len(self.outstanding)
 
     @property
     def consumer_count(self) -> int:
@@ -92,7 +87,9 @@ class Queue:
     def enqueue(self, message: Message) -> bool:
         """Add a published message. False when x-overflow reject-publish refuses it."""
         args = self.args
-        if args.rejects_overflow and self._would_overflow(message.size):
+        if args.rejects_overflow and self.would_overflow(
+            len(self.ready), self.ready.bytes, message.size
+        ):
             if args.overflow == "reject-publish-dlx":
                 self.vhost.dead_letter(self, [self._new_entry(message)], "maxlen")
             return False
@@ -125,11 +122,13 @@ class Queue:
         expires_at = None if ttl is None else self.scheduler.now() + ttl / 1000.0
         return QueueEntry(self, seq, message, expires_at)
 
-    def _would_overflow(self, size: int) -> bool:
+    def would_overflow(self, count: int, total_bytes: int, size: int) -> bool:
+        """Whether a message of `size` bytes would exceed the length limits of a queue holding
+        `count` ready messages of `total_bytes` (transactions check a commit with this)."""
         args = self.args
-        if args.max_length is not None and len(self.ready) >= args.max_length:
+        if args.max_length is not None and count >= args.max_length:
             return True
-        return args.max_length_bytes is not None and self.ready.bytes + size > args.max_length_bytes
+        return args.max_length_bytes is not None and total_bytes + size > args.max_length_bytes
 
     def _drop_head_over_limit(self) -> None:
         args = self.args
@@ -180,7 +179,7 @@ class Queue:
 
     def dispatch(self) -> None:
         """Deliver ready messages to consumers that have credit, round-robin."""
-        if self._dispatching or not self.consumers or not len(self.ready):
+        if self._dispatching or self._held or not self.consumers or not len(self.ready):
             return
         self._dispatching = True
         try:
@@ -194,7 +193,7 @@ class Queue:
                 chosen = None
                 for i in range(count):
                     candidate = consumers[(self._rr + i) % count]
-                    if candidate.can_take():
+                    if candidate.credit > 0:
                         chosen = candidate
                         self._rr = (self._rr + i + 1) % count
                         break
@@ -212,7 +211,7 @@ class Queue:
         one served moves to the back of its group (round-robin), as RabbitMQ does."""
         consumers = self.consumers
         while len(self.ready) and consumers:
-            chosen_index = next((i for i, c in enumerate(consumers) if c.can_take()), None)
+            chosen_index = next((i for i, c in enumerate(consumers) if c.credit > 0), None)
             if chosen_index is None:
                 return
             entry = self._take()
@@ -227,23 +226,45 @@ class Queue:
 
     def suspend_dispatch(self) -> None:
         """Hold deliveries while a transaction commit applies its effects across queues."""
-        self._dispatching = True
+        self._held = True
 
     def resume_dispatch(self) -> None:
-        self._dispatching = False
+        self._held = False
         self.dispatch()
 
+    def drain(self, consumer: Consumer, limit: int) -> Drained:
+        """Deliver up to `limit` ready messages to `consumer` now, as its credit allows, and say
+        whether the queue ran dry (AMQP 1.0 drain). A queue held by a commit is not dry: its
+        messages are about to become visible."""
+        if self._held or self._dispatching:
+            return Drained(0, False)
+        delivered = 0
+        self._dispatching = True
+        try:
+            while delivered < limit and consumer.credit > 0:
+                entry = self._take()
+                if entry is None:
+                    break
+                self._hand_over(consumer, entry)
+                delivered += 1
+        finally:
+            self._dispatching = False
+        return Drained(delivered, not len(self.ready))
+
     def _hand_over(self, consumer: Consumer, entry: QueueEntry) -> None:
-        redelivered = entry.delivery_count > 0
         entry.delivery_count += 1
         self.stats["delivered"] += 1
-        if not consumer.no_ack:
-            self.unacked += 1
-            if not redelivered:
-                self.vhost.journal.message_delivered(self, entry)
-        consumer.deliver(self, entry, redelivered)
-        if consumer.no_ack:
+        delivery = Delivery(self, entry, consumer)
+        if consumer.settled_on_delivery:
+            delivery.settled = True
+            consumer.delivered(delivery)
             self.vhost.settled(self, entry)
+            return
+        if entry.delivery_count == 1:
+            self.vhost.journal.message_delivered(self, entry)
+        self.outstanding.add(delivery)
+        consumer.unsettled += 1
+        consumer.delivered(delivery)
 
     def _take(self) -> QueueEntry | None:
         """Pop the head, dead-lettering expired messages on the way."""
@@ -267,38 +288,47 @@ class Queue:
             self._arm_ttl()  # the new head may carry an expiry nobody is timing yet
         return taken
 
-    def get(self, no_ack: bool) -> tuple[QueueEntry, bool] | None:
-        """basic.get: the head message and its redelivered flag, or None when empty."""
+    def get(self, settled: bool) -> Delivery | None:
+        """basic.get: a delivery of the head message, or None when empty. A `settled` one (0-9-1
+        no-ack) has left the queue already."""
         self.touch()
         entry = self._take()
         if entry is None:
             return None
-        redelivered = entry.delivery_count > 0
         entry.delivery_count += 1
         self.stats["delivered"] += 1
-        if no_ack:
+        delivery = Delivery(self, entry, None)
+        if settled:
+            delivery.settled = True
             self.vhost.settled(self, entry)
         else:
-            self.unacked += 1
-            if not redelivered:
+            if entry.delivery_count == 1:
                 self.vhost.journal.message_delivered(self, entry)
-        return entry, redelivered
+            self.outstanding.add(delivery)
+        return delivery
 
     # ------------------------------------------------------------------ settlement
-    def ack(self, entry: QueueEntry) -> None:
+    # Front ends settle through engine.delivery.settle, which calls these per queue.
+    def forget(self, delivery: Delivery) -> bool:
+        """Stop tracking a delivery being settled; False when the queue no longer holds it."""
         if self.deleted:
-            return
-        self.unacked -= 1
-        self.stats["acked"] += 1
-        self.vhost.settled(self, entry)
+            return False
+        try:
+            self.outstanding.remove(delivery)
+        except KeyError:
+            return False
+        return True
+
+    def ack(self, entries: Iterable[QueueEntry]) -> None:
+        stats = self.stats
+        for entry in entries:
+            stats["acked"] += 1
+            self.vhost.settled(self, entry)
 
     def requeue(self, entries: Iterable[QueueEntry]) -> None:
         """Put delivered messages back at their original position."""
-        if self.deleted:
-            return
         any_back = False
         for entry in entries:
-            self.unacked -= 1
             self.ready.requeue(entry)
             any_back = True
         if any_back:
@@ -311,9 +341,6 @@ class Queue:
 
     def discard(self, entries: list[QueueEntry], reason: str = "rejected") -> None:
         """Reject without requeue: dead-letter if configured, else drop."""
-        if self.deleted:
-            return
-        self.unacked -= len(entries)
         self.vhost.dead_letter(self, entries, reason)
 
     def restore(
@@ -396,6 +423,7 @@ class Queue:
             self._ttl_timer = None
         consumers, self.consumers = self.consumers, []
         self.ready.clear()
+        self.outstanding.clear()
         return consumers
 
     def __repr__(self) -> str:

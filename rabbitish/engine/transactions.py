@@ -1,20 +1,38 @@
-"""One transaction model for every front end. Work is staged in arrival order: publishes with the
-queues they were routed to when they arrived, and settlements (ack, requeue, discard) of deliveries
-already taken out of the front end's unacked set. Commit applies publishes in order, then
-settlements, with delivery to consumers held until the whole commit is applied, so no consumer on
-any queue sees part of a commit. Rollback drops the publishes and hands the settlements back."""
+"""One transaction model for every front end. A 0-9-1 channel after tx.select, a 1.0 txn-id and
+(later) a prepared half-message transaction are all a `Transaction` in the node's
+`TransactionRegistry`, with an id, an owner and a state:
+
+    active -> prepared -> committed | rolled back      (active -> committed | rolled back too)
+
+Work is staged in arrival order: publishes with the queues they were routed to when they arrived,
+settlements of deliveries (which stay outstanding on their queues, holding their consumers'
+credit, until commit), and acquisitions (deliveries made under the transaction, released back in
+place on rollback). Commit first checks everything that can fail, then applies publishes in order
+and then settlements, with delivery to consumers held until the whole commit is applied, so no
+consumer on any queue sees part of a commit and a refused commit changes nothing."""
 
 from __future__ import annotations
 
+import enum
+import itertools
+import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from rabbitish.engine.message import Message, QueueEntry
+from rabbitish.engine.delivery import Delivery, Outcome, settle
+from rabbitish.engine.errors import precondition_failed
+from rabbitish.engine.message import Message
 from rabbitish.engine.queue import Queue
 
-ACK = "ack"
-REQUEUE = "requeue"
-DISCARD = "discard"
+PARTIAL_COMPLETION = "partial tx completion"  # RabbitMQ's reply when a queue refuses a commit
+
+
+class TxState(enum.Enum):
+    ACTIVE = "active"
+    PREPARED = "prepared"
+    COMMITTED = "committed"
+    ROLLED_BACK = "rolled back"
 
 
 @dataclass(slots=True)
@@ -26,51 +44,113 @@ class StagedPublish:
 
 @dataclass(slots=True)
 class StagedSettlement:
-    """Deliveries settled together; `tokens` are the front end's own records of them."""
-
-    entries: list[tuple[Queue, QueueEntry]]
-    outcome: str
-    tokens: list[Any]
+    deliveries: list[Delivery]
+    outcome: Outcome
+    delivery_failed: bool = True
+    undeliverable_here: bool = False
 
 
 @dataclass
 class CommitResult:
     returned: list[Message] = field(default_factory=list)  # mandatory publishes that hit no queue
-    rejected: list[Message] = field(default_factory=list)  # refused by x-overflow reject-publish
-    settled_tokens: list[Any] = field(default_factory=list)
+    settled: list[Delivery] = field(default_factory=list)
     queues_touched: int = 0  # a commit that touched no queue completes at once
 
 
 class Transaction:
-    __slots__ = ("publishes", "settlements")
+    __slots__ = (
+        "acquisitions",
+        "created_at",
+        "id",
+        "owner",
+        "publishes",
+        "registry",
+        "settlements",
+        "state",
+    )
 
-    def __init__(self) -> None:
+    def __init__(
+        self, txn_id: str, owner: Any, created_at: float, registry: TransactionRegistry | None
+    ) -> None:
+        self.id = txn_id
+        self.owner = owner  # the front end's session object (channel, 1.0 session ...)
+        self.created_at = created_at
+        self.registry = registry
+        self.state = TxState.ACTIVE
         self.publishes: list[StagedPublish] = []
         self.settlements: list[StagedSettlement] = []
+        self.acquisitions: list[Delivery] = []
 
-    @property
-    def empty(self) -> bool:
-        return not self.publishes and not self.settlements
-
+    # ------------------------------------------------------------------ counts
     @property
     def staged_deliveries(self) -> int:
-        return sum(len(s.entries) for s in self.settlements)
+        return sum(len(s.deliveries) for s in self.settlements)
+
+    def counts(self) -> dict[str, int]:
+        return {
+            "publishes": len(self.publishes),
+            "settlements": self.staged_deliveries,
+            "acquisitions": len(self.acquisitions),
+        }
+
+    # ------------------------------------------------------------------ staging
+    def _require(self, *states: TxState) -> None:
+        if self.state not in states:
+            raise precondition_failed(f"transaction {self.id} is {self.state.value}")
 
     def stage_publish(self, message: Message, queues: list[Queue], mandatory: bool) -> None:
+        self._require(TxState.ACTIVE)
         self.publishes.append(StagedPublish(message, queues, mandatory))
 
     def stage_settle(
-        self, entries: list[tuple[Queue, QueueEntry]], outcome: str, tokens: list[Any]
+        self,
+        deliveries: list[Delivery],
+        outcome: Outcome,
+        *,
+        delivery_failed: bool = True,
+        undeliverable_here: bool = False,
     ) -> None:
-        self.settlements.append(StagedSettlement(entries, outcome, tokens))
+        self._require(TxState.ACTIVE)
+        self.settlements.append(
+            StagedSettlement(deliveries, outcome, delivery_failed, undeliverable_here)
+        )
+
+    def stage_acquire(self, delivery: Delivery) -> None:
+        """A delivery made under this transaction: released back in place on rollback."""
+        self._require(TxState.ACTIVE)
+        self.acquisitions.append(delivery)
+
+    # ------------------------------------------------------------------ outcome
+    def check(self) -> None:
+        """Everything that can refuse a commit, checked before anything is applied: a queue with
+        x-overflow reject-publish that would refuse a staged publish refuses the commit."""
+        room: dict[int, list[int]] = {}  # queue -> [messages, bytes] as the commit would leave it
+        for staged in self.publishes:
+            size = staged.message.size
+            for queue in staged.queues:
+                if queue.deleted or not queue.args.rejects_overflow:
+                    continue
+                held = room.get(id(queue))
+                if held is None:
+                    room[id(queue)] = held = [len(queue.ready), queue.ready.bytes]
+                if queue.would_overflow(held[0], held[1], size):
+                    raise precondition_failed(PARTIAL_COMPLETION)
+                held[0] += 1
+                held[1] += size
+
+    def prepare(self) -> None:
+        """First phase of two: refuse now what commit would refuse."""
+        self._require(TxState.ACTIVE)
+        self.check()
+        self.state = TxState.PREPARED
 
     def commit(self) -> CommitResult:
-        """Apply everything; returns what the front end must report. The transaction is empty
-        afterwards and can be used again (0-9-1 channels keep one open after tx.select)."""
+        """Apply everything, or nothing when `check` refuses (the transaction then stays as it
+        was, for the front end to roll back). Returns what the front end must report."""
+        self._require(TxState.ACTIVE, TxState.PREPARED)
+        self.check()
         result = CommitResult()
         touched: dict[int, Queue] = {}
-        publishes, settlements = self.publishes, self.settlements
-        self.publishes, self.settlements = [], []
 
         def hold(queue: Queue) -> None:
             if id(queue) not in touched:
@@ -78,40 +158,82 @@ class Transaction:
                 queue.suspend_dispatch()
 
         try:
-            for staged in publishes:
+            for staged in self.publishes:
                 if not staged.queues and staged.mandatory:
                     result.returned.append(staged.message)
-                accepted = True
                 for queue in staged.queues:
                     if queue.deleted:
                         continue  # deleted since the publish: not an error (RabbitMQ agrees)
                     hold(queue)
-                    accepted = queue.enqueue(staged.message) and accepted
-                if not accepted:
-                    result.rejected.append(staged.message)
-            for settlement in settlements:
-                by_queue: dict[int, tuple[Queue, list[QueueEntry]]] = {}
-                for queue, entry in settlement.entries:
-                    hold(queue)
-                    by_queue.setdefault(id(queue), (queue, []))[1].append(entry)
-                for queue, entries in by_queue.values():
-                    if settlement.outcome == ACK:
-                        for entry in entries:
-                            queue.ack(entry)
-                    elif settlement.outcome == REQUEUE:
-                        queue.requeue(entries)
-                    else:
-                        queue.discard(entries)
-                result.settled_tokens.extend(settlement.tokens)
+                    queue.enqueue(staged.message)
+            for settlement in self.settlements:
+                for delivery in settlement.deliveries:
+                    hold(delivery.queue)
+                settle(
+                    settlement.deliveries,
+                    settlement.outcome,
+                    delivery_failed=settlement.delivery_failed,
+                    undeliverable_here=settlement.undeliverable_here,
+                )
+                result.settled.extend(settlement.deliveries)
         finally:
             for queue in touched.values():
                 queue.resume_dispatch()
         result.queues_touched = len(touched)
+        self._end(TxState.COMMITTED)
         return result
 
-    def rollback(self) -> list[Any]:
-        """Discard staged publishes; return the tokens of staged settlements so the front end
-        can put those deliveries back into its unacked set (they are not requeued)."""
-        tokens = [token for s in self.settlements for token in s.tokens]
-        self.publishes, self.settlements = [], []
-        return tokens
+    def rollback(self) -> list[Delivery]:
+        """Discard staged publishes; deliveries acquired under the transaction go back in place;
+        returns the deliveries of staged settlements, still outstanding, for the front end to
+        put back into its unacked set (they are not requeued)."""
+        self._require(TxState.ACTIVE, TxState.PREPARED)
+        handed_back = [d for s in self.settlements for d in s.deliveries if not d.settled]
+        acquired = [d for d in self.acquisitions if not d.settled]
+        if acquired:
+            settle(acquired, Outcome.RELEASED)
+        self._end(TxState.ROLLED_BACK)
+        return [d for d in handed_back if not d.settled]
+
+    def _end(self, state: TxState) -> None:
+        self.state = state
+        self.publishes, self.settlements, self.acquisitions = [], [], []
+        if self.registry is not None:
+            self.registry.ended(self)
+
+    def __repr__(self) -> str:
+        return f"<Transaction {self.id} {self.state.value}>"
+
+
+class TransactionRegistry:
+    """Every open (active or prepared) transaction of the node, by id: what the CLI and the
+    management API list and what later protocols name."""
+
+    def __init__(self, clock: Callable[[], float] = time.time) -> None:
+        self._clock = clock
+        self._open: dict[str, Transaction] = {}
+        self._ids = itertools.count(1)
+
+    def begin(self, owner: Any, txn_id: str | None = None) -> Transaction:
+        if txn_id is None:
+            txn_id = f"tx-{next(self._ids)}"
+            while txn_id in self._open:
+                txn_id = f"tx-{next(self._ids)}"
+        elif txn_id in self._open:
+            raise precondition_failed(f"transaction {txn_id} already exists")
+        tx = Transaction(txn_id, owner, self._clock(), self)
+        self._open[txn_id] = tx
+        return tx
+
+    def get(self, txn_id: str) -> Transaction | None:
+        return self._open.get(txn_id)
+
+    def ended(self, tx: Transaction) -> None:
+        if self._open.get(tx.id) is tx:
+            del self._open[tx.id]
+
+    def __iter__(self) -> Iterator[Transaction]:
+        return iter(list(self._open.values()))
+
+    def __len__(self) -> int:
+        return len(self._open)

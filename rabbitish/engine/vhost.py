@@ -7,7 +7,8 @@ from __future__ import annotations
 import base64
 import os
 from collections.abc import Callable
-from typing import Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from rabbitish.engine.clock import Scheduler
 from rabbitish.engine.dead_letter import dead_message, header_routes, is_cycle
@@ -30,6 +31,10 @@ from rabbitish.engine.queue_args import (
     python_type_name,
     validate_queue_arguments,
 )
+from rabbitish.engine.reply_to import REPLY_TO, check_decodable, is_reply_to_address
+
+if TYPE_CHECKING:
+    from rabbitish.engine.transactions import Transaction
 
 PREDECLARED = (
     ("amq.direct", "direct"),
@@ -39,6 +44,15 @@ PREDECLARED = (
     ("amq.match", "headers"),
 )
 DEFAULT_EXCHANGE_DENIED = "operation not permitted on the default exchange"
+
+
+@dataclass(slots=True)
+class PublishResult:
+    """What became of a publish, for the front end to report."""
+
+    routed: bool  # reached at least one queue (a direct reply never counts, as in RabbitMQ)
+    accepted: bool  # no queue refused it (x-overflow reject-publish): a confirm may be positive
+    returned: bool  # mandatory and routed nowhere: the front end sends it back (312 NO_ROUTE)
 
 
 class VirtualHost:
@@ -119,6 +133,33 @@ class VirtualHost:
                 f"invalid type '{ae_type}' for arg 'alternate-exchange' in "
                 f"{self.rs('exchange', name)}"
             )
+        return self._add_exchange(cls, name, durable, auto_delete, internal, arguments, arg_types)
+
+    def recover_exchange(
+        self,
+        name: str,
+        type_: str,
+        *,
+        auto_delete: bool,
+        internal: bool,
+        arguments: dict[str, Any],
+        arg_types: dict[str, str],
+    ) -> Exchange:
+        """Recreate a durable exchange from the store, without declare's checks (see
+        `recover_queue`)."""
+        cls = exchange_type(type_)
+        return self._add_exchange(cls, name, True, auto_delete, internal, arguments, arg_types)
+
+    def _add_exchange(
+        self,
+        cls: type[Exchange],
+        name: str,
+        durable: bool,
+        auto_delete: bool,
+        internal: bool,
+        arguments: dict[str, Any],
+        arg_types: dict[str, str],
+    ) -> Exchange:
         exchange = cls(
             self.name,
             name,
@@ -238,11 +279,37 @@ class VirtualHost:
             existing.touch()
             return existing
         validate_queue_arguments(resource, arguments, arg_types)
+        return self._add_queue(
+            name, durable, owner if exclusive else None, auto_delete, arguments, arg_types
+        )
+
+    def recover_queue(
+        self,
+        name: str,
+        *,
+        auto_delete: bool,
+        arguments: dict[str, Any],
+        arg_types: dict[str, str],
+    ) -> Queue:
+        """Recreate a durable queue from the store. None of declare's checks apply: what the
+        broker accepted once (a server-named 'amq.gen-' queue, arguments checked when declared)
+        must come back, so recovery never refuses it."""
+        return self._add_queue(name, True, None, auto_delete, arguments, arg_types)
+
+    def _add_queue(
+        self,
+        name: str,
+        durable: bool,
+        exclusive_owner: object | None,
+        auto_delete: bool,
+        arguments: dict[str, Any],
+        arg_types: dict[str, str],
+    ) -> Queue:
         queue = Queue(
             self,
             name,
             durable=durable,
-            exclusive_owner=owner if exclusive else None,
+            exclusive_owner=exclusive_owner,
             auto_delete=auto_delete,
             arguments=arguments,
             scheduler=self.scheduler,
@@ -250,29 +317,6 @@ class VirtualHost:
         self.queues[name] = queue
         self.queue_arg_types[name] = dict(arg_types)
         self.journal.queue_declared(queue, arg_types)
-        return queue
-
-    def restore_queue(
-        self,
-        name: str,
-        *,
-        durable: bool = True,
-        auto_delete: bool = False,
-        arguments: dict[str, Any] | None = None,
-        arg_types: dict[str, str] | None = None,
-    ) -> Queue:
-        """Recreate a queue from storage: no name or argument checks (a server-named
-        'amq.gen-' queue is valid here, and its arguments were checked when declared)."""
-        queue = Queue(
-            self,
-            name,
-            durable=durable,
-            auto_delete=auto_delete,
-            arguments=arguments or {},
-            scheduler=self.scheduler,
-        )
-        self.queues[name] = queue
-        self.queue_arg_types[name] = dict(arg_types or {})
         return queue
 
     def delete_queue(
@@ -301,7 +345,7 @@ class VirtualHost:
             binding.source.remove_binding(binding.key)
             self._maybe_auto_delete(binding.source)
         for consumer in queue.mark_deleted():
-            consumer.cancelled_by_broker(queue)
+            consumer.cancelled_by_broker()
 
     def owner_closed(self, owner: object) -> None:
         """The connection that owns exclusive queues went away: delete them."""
@@ -397,6 +441,45 @@ class VirtualHost:
             self.check_exclusive(destination, owner)
         self._remove(source, key)
         self._maybe_auto_delete(source)
+
+    # ------------------------------------------------------------------ publishing
+    def publish(
+        self,
+        exchange: str | Exchange,
+        routing_key: str,
+        message: Message,
+        mandatory: bool = False,
+        tx: Transaction | None = None,
+    ) -> PublishResult:
+        """The one publish entry point of every front end: routing (CC/BCC, exchange-to-exchange
+        bindings, alternate exchanges), direct reply-to, x-overflow reject-publish and the
+        mandatory outcome. In a transaction the queues are resolved now and the work is staged;
+        a mandatory return then happens at commit."""
+        if isinstance(exchange, str):
+            exchange = self.publish_exchange(exchange)
+        if is_reply_to_address(exchange.name, routing_key):
+            # The reply is handed over at once, even in a transaction, and never counts as
+            # routed, so a mandatory reply comes back as basic.return (RabbitMQ 3.10 does so).
+            target = self.reply_to_targets.get(routing_key)
+            if target is not None:
+                target(message)
+            else:
+                check_decodable(routing_key)
+            queues: list[Queue] = []
+        else:
+            queues = self.route(exchange, routing_key, message)
+        if tx is not None:
+            tx.stage_publish(message, queues, mandatory)
+            return PublishResult(bool(queues), True, False)
+        accepted = True
+        for queue in queues:
+            if not queue.enqueue(message):
+                accepted = False
+        return PublishResult(bool(queues), accepted, mandatory and not queues)
+
+    def reply_to_exists(self, name: str) -> bool:
+        """queue.declare(passive) on a direct reply-to name: the bare name and live names."""
+        return name == REPLY_TO or name in self.reply_to_targets
 
     # ------------------------------------------------------------------ routing
     def publish_exchange(self, name: str) -> Exchange:

@@ -4,6 +4,7 @@ broker's event loop and calls the engine directly (all engine calls are synchron
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote_plus
@@ -17,9 +18,11 @@ from rabbitish.management.rates import Rates
 if TYPE_CHECKING:
     from rabbitish.config import Config
     from rabbitish.engine.auth import User
+    from rabbitish.engine.consumer import Consumer
     from rabbitish.engine.exchanges.base import Exchange
     from rabbitish.engine.node import Node
     from rabbitish.engine.queue import Queue
+    from rabbitish.engine.sessions import FrontEndConnection
     from rabbitish.engine.vhost import VirtualHost
 
 DEFAULT_EXCHANGE = "amq.default"  # how the API names the exchange called ""
@@ -64,9 +67,9 @@ class Api:
             raise not_found()
         return exchange
 
-    def _connections(self, user: User, vhost: str | None = None) -> Iterator[Any]:
+    def _connections(self, user: User, vhost: str | None = None) -> Iterator[FrontEndConnection]:
         for conn in list(self.node.connections):
-            name = conn.vhost.name if conn.vhost is not None else None  # type: ignore[attr-defined]
+            name = conn.vhost.name if conn.vhost is not None else None
             if (vhost is None or name == vhost) and (
                 name is None or self.node.users.may_access(user, name)
             ):
@@ -171,10 +174,10 @@ class Api:
 
     @staticmethod
     def _consumer_endpoint(
-        consumer: Any, known: dict[int, sessions.Endpoint]
+        consumer: Consumer, known: dict[int, sessions.Endpoint]
     ) -> sessions.Endpoint | None:
-        channel = getattr(consumer, "channel", None)
-        return sessions.endpoint_of(channel.conn, known) if channel is not None else None
+        session = consumer.session
+        return sessions.endpoint_of(session.connection, known) if session is not None else None
 
     def put_queue(self, user: User, vhost_name: str, name: str, body: dict[str, Any]) -> int:
         vhost = self.node.vhosts.get(vhost_name)
@@ -294,8 +297,10 @@ class Api:
         payload = messages.decode_payload(body["payload"], body["payload_encoding"])
         exchange = "" if name == DEFAULT_EXCHANGE else name
         try:
+            assert self.node.codec is not None
             routed = messages.publish(
                 vhost_obj,
+                self.node.codec,
                 exchange,
                 str(body["routing_key"]),
                 body["properties"],
@@ -405,12 +410,12 @@ class Api:
             self.vhost(user, vhost)
         known = self._endpoints()
         found = [
-            sessions.connection_json(c, sessions.endpoint_of(c, known))
+            sessions.connection_json(c.view(), sessions.endpoint_of(c, known))
             for c in self._connections(user, vhost)
         ]
         return sorted(found, key=lambda c: c["name"])
 
-    def _connection(self, user: User, name: str) -> Any:
+    def _connection(self, user: User, name: str) -> FrontEndConnection:
         known = self._endpoints()
         for conn in self._connections(user):
             if sessions.endpoint_of(conn, known).name == name:
@@ -419,7 +424,7 @@ class Api:
 
     def get_connection(self, user: User, name: str) -> dict[str, Any]:
         conn = self._connection(user, name)
-        return sessions.connection_json(conn, sessions.endpoint_of(conn, self._endpoints()))
+        return sessions.connection_json(conn.view(), sessions.endpoint_of(conn, self._endpoints()))
 
     def close_connection(self, user: User, name: str, reason: str | None) -> None:
         """Close with 320 CONNECTION_FORCED, as RabbitMQ does (text from the X-Reason header)."""
@@ -444,8 +449,9 @@ class Api:
         found = []
         for conn in conns:
             endpoint = sessions.endpoint_of(conn, known)
-            for _, channel in sorted(conn.channels.items()):
-                found.append(sessions.channel_json(conn, channel, endpoint))
+            view = conn.view()
+            for session in view.sessions:
+                found.append(sessions.channel_json(view, session, endpoint))
         return sorted(found, key=lambda c: (c["connection_details"]["name"], c["number"]))
 
     def get_channel(self, user: User, name: str) -> dict[str, Any]:
@@ -453,6 +459,22 @@ class Api:
             if channel["name"] == name:
                 return channel
         raise not_found()
+
+    def list_transactions(self, user: User, vhost: str | None = None) -> list[dict[str, Any]]:
+        """Open transactions of the connections the user may see, oldest first."""
+        known = self._endpoints()
+        found = []
+        now = time.time()
+        for conn in self._connections(user, vhost):
+            endpoint = sessions.endpoint_of(conn, known)
+            for session in conn.view().sessions:
+                if session.transaction is not None:
+                    found.append(
+                        sessions.transaction_json(
+                            session.transaction, endpoint, session.number, now
+                        )
+                    )
+        return sorted(found, key=lambda t: t["created_at"])
 
     def list_consumers(self, user: User, vhost: str | None = None) -> list[dict[str, Any]]:
         known = self._endpoints()

@@ -6,39 +6,25 @@ from __future__ import annotations
 
 import base64
 import binascii
-import struct
 from typing import TYPE_CHECKING, Any
 
+from rabbitish.engine.delivery import Outcome, settle
 from rabbitish.engine.errors import precondition_failed
-from rabbitish.engine.message import Message
-from rabbitish.management.errors import ApiError, bad_request
+from rabbitish.engine.message import Message, PropertyCodec, PropertyError
+from rabbitish.management.errors import bad_request
 from rabbitish.management.format import jsonable
-from rabbitish.protocol import properties
-from rabbitish.protocol.basic import message_from_properties
 
 if TYPE_CHECKING:
     from rabbitish.engine.queue import Queue
     from rabbitish.engine.vhost import VirtualHost
 
 ACKMODES = ("ack_requeue_true", "reject_requeue_true", "ack_requeue_false", "reject_requeue_false")
-_SHORTSTR = (
-    (properties.CONTENT_TYPE, "content_type"),
-    (properties.CONTENT_ENCODING, "content_encoding"),
-)
-_AFTER_HEADERS: tuple[tuple[int, str, str], ...] = (
-    (properties.DELIVERY_MODE, "delivery_mode", "o"),
-    (properties.PRIORITY, "priority", "o"),
-    (properties.CORRELATION_ID, "correlation_id", "s"),
-    (properties.REPLY_TO, "reply_to", "s"),
-    (properties.EXPIRATION, "expiration", "s"),
-    (properties.MESSAGE_ID, "message_id", "s"),
-    (properties.TIMESTAMP, "timestamp", "q"),
-    (properties.TYPE, "type", "s"),
-    (properties.USER_ID, "user_id", "s"),
-    (properties.APP_ID, "app_id", "s"),
-    (properties.CLUSTER_ID, "cluster_id", "s"),
-)
-_INT_FIELDS = ("delivery_mode", "priority", "timestamp")
+_OUTCOMES = {
+    "ack_requeue_true": Outcome.REQUEUE,
+    "reject_requeue_true": Outcome.REQUEUE,
+    "ack_requeue_false": Outcome.ACK,
+    "reject_requeue_false": Outcome.DISCARD,
+}
 
 
 # ---------------------------------------------------------------------- get
@@ -49,21 +35,20 @@ def get_messages(
     taken = []
     rendered = []
     for _ in range(max(count, 0)):
-        got = queue.get(no_ack=False)
-        if got is None:
+        delivery = queue.get(settled=False)
+        if delivery is None:
             break
-        entry, redelivered = got
-        taken.append(entry)
+        taken.append(delivery)
         rendered.append(
-            _render(entry.message, redelivered, queue.message_count, encoding, truncate)
+            _render(
+                delivery.entry.message,
+                delivery.redelivered,
+                queue.message_count,
+                encoding,
+                truncate,
+            )
         )
-    if ackmode.endswith("requeue_true"):
-        queue.requeue(taken)
-    elif ackmode == "ack_requeue_false":
-        for entry in taken:
-            queue.ack(entry)
-    else:
-        queue.discard(taken)
+    settle(taken, _OUTCOMES[ackmode])
     return rendered
 
 
@@ -72,7 +57,7 @@ def _render(
 ) -> dict[str, Any]:
     body = message.body
     payload = body if truncate is None else body[:truncate]
-    props = jsonable(properties.decode_all(message.raw_properties))
+    props = jsonable(message.codec.to_json(message.raw_properties))
     return {
         "payload_bytes": len(body),
         "redelivered": redelivered,
@@ -98,6 +83,7 @@ def encode_payload(payload: bytes, encoding: str) -> dict[str, str]:
 # ---------------------------------------------------------------------- publish
 def publish(
     vhost: VirtualHost,
+    codec: PropertyCodec,
     exchange_name: str,
     routing_key: str,
     props: dict[str, Any],
@@ -106,18 +92,17 @@ def publish(
 ) -> bool:
     """Route one message like basic.publish; True when it reached at least one queue."""
     exchange = vhost.publish_exchange(exchange_name)
-    raw = encode_properties(props)
-    info = properties.PropertyInfo(raw)
+    try:
+        raw = codec.from_json(props)
+    except PropertyError as err:
+        raise bad_request(err.reason) from None
     user_id = props.get("user_id")
     if user_id is not None and str(user_id) != user:
         raise precondition_failed(
             f"user_id property set to '{user_id}' but authenticated user was '{user}'"
         )
-    message = message_from_properties(exchange_name, routing_key, raw, payload, info)
-    queues = vhost.route(exchange, routing_key, message)
-    for queue in queues:
-        queue.enqueue(message)
-    return bool(queues)
+    message = codec.new_message(exchange_name, routing_key, raw, payload)
+    return vhost.publish(exchange, routing_key, message).routed
 
 
 def decode_payload(payload: Any, encoding: Any) -> bytes:
@@ -129,67 +114,3 @@ def decode_payload(payload: Any, encoding: Any) -> bytes:
         except (binascii.Error, ValueError):
             raise bad_request(["not_base64", payload]) from None
     raise bad_request(["unsupported_encoding", encoding])
-
-
-def encode_properties(props: dict[str, Any]) -> bytes:
-    """JSON properties as 0-9-1 content-header property bytes; header values get the types
-    RabbitMQ gives JSON values (integers long, strings longstr, numbers double)."""
-    if not isinstance(props, dict):
-        raise ApiError(400, "bad_request", "properties must be a JSON object")
-    for name in _INT_FIELDS:
-        if name in props and (not isinstance(props[name], int) or isinstance(props[name], bool)):
-            raise bad_request(["not_int", name])
-    flags = 0
-    parts: list[bytes] = []
-    for flag, name in _SHORTSTR:
-        if props.get(name) is not None:
-            flags |= flag
-            parts.append(_shortstr(props[name]))
-    headers = props.get("headers")
-    if headers is not None:
-        if not isinstance(headers, dict):
-            raise ApiError(400, "bad_request", "headers must be a JSON object")
-        flags |= properties.HEADERS
-        parts.append(_table(headers))
-    for flag, name, kind in _AFTER_HEADERS:
-        value = props.get(name)
-        if value is None:
-            continue
-        flags |= flag
-        if kind == "s":
-            parts.append(_shortstr(value))
-        elif kind == "o":
-            parts.append(bytes([value & 0xFF]))
-        else:
-            parts.append(struct.pack(">Q", value))
-    return struct.pack(">H", flags) + b"".join(parts)
-
-
-def _shortstr(value: Any) -> bytes:
-    data = str(value).encode()[:255]
-    return bytes([len(data)]) + data
-
-
-def _table(table: dict[str, Any]) -> bytes:
-    body = b"".join(_shortstr(key) + _value(value) for key, value in table.items())
-    return struct.pack(">I", len(body)) + body
-
-
-def _value(value: Any) -> bytes:
-    if value is None:
-        raise bad_request("null_not_allowed")
-    if isinstance(value, bool):
-        return b"t" + (b"\x01" if value else b"\x00")
-    if isinstance(value, int):
-        return b"l" + struct.pack(">q", value)
-    if isinstance(value, float):
-        return b"d" + struct.pack(">d", value)
-    if isinstance(value, str):
-        data = value.encode()
-        return b"S" + struct.pack(">I", len(data)) + data
-    if isinstance(value, dict):
-        return b"F" + _table(value)
-    if isinstance(value, list):
-        body = b"".join(_value(v) for v in value)
-        return b"A" + struct.pack(">I", len(body)) + body
-    raise bad_request(f"unsupported header value {value!r}")

@@ -166,6 +166,11 @@ class ManagementServer:
         get("/api/channels/{name}", self._read(lambda r, u: a.get_channel(u, r["name"])))
         get("/api/consumers", self._list(lambda r, u: a.list_consumers(u)))
         get("/api/consumers/{vhost}", self._list(lambda r, u: a.list_consumers(u, r["vhost"])))
+        get("/api/transactions", self._list(lambda r, u: a.list_transactions(u)))
+        get(
+            "/api/transactions/{vhost}",
+            self._list(lambda r, u: a.list_transactions(u, r["vhost"])),
+        )
         for check in ("alarms", "local-alarms"):
             get(f"/api/health/checks/{check}", self._read(lambda r, u: {"status": "ok"}))
 

@@ -5,9 +5,14 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rabbitish.management.format import NODE, jsonable
+
+if TYPE_CHECKING:
+    from rabbitish.engine.consumer import Consumer
+    from rabbitish.engine.sessions import ConnectionView, SessionView
+    from rabbitish.engine.transactions import Transaction
 
 
 @dataclass(frozen=True)
@@ -57,75 +62,93 @@ def endpoint_of(conn: Any, known: dict[int, Endpoint]) -> Endpoint:
     return endpoint
 
 
-def connection_json(conn: Any, endpoint: Endpoint) -> dict[str, Any]:
-    vhost = conn.vhost.name if conn.vhost is not None else None
+def connection_json(view: ConnectionView, endpoint: Endpoint) -> dict[str, Any]:
     return {
-        "channel_max": conn.channel_max,
-        "channels": len(conn.channels),
-        "client_properties": jsonable(conn.client_properties),
-        "frame_max": conn.frame_max,
+        "channel_max": view.channel_max,
+        "channels": len(view.sessions),
+        "client_properties": jsonable(view.client_properties),
+        "frame_max": view.frame_max,
         "host": endpoint.host,
         "name": endpoint.name,
         "node": NODE,
         "peer_host": endpoint.peer_host,
         "peer_port": endpoint.peer_port,
         "port": endpoint.port,
-        "protocol": "AMQP 0-9-1",
+        "protocol": view.protocol,
         "ssl": False,
         "state": "running",
-        "timeout": conn.heartbeat,
+        "timeout": view.heartbeat,
         "type": "network",
-        "user": conn.user,
-        "vhost": vhost,
+        "user": view.user,
+        "vhost": view.vhost,
     }
 
 
-def channel_json(conn: Any, channel: Any, endpoint: Endpoint) -> dict[str, Any]:
-    tx = channel.tx
+def channel_json(view: ConnectionView, session: SessionView, endpoint: Endpoint) -> dict[str, Any]:
+    tx = session.transaction
     return {
         "acks_uncommitted": tx.staged_deliveries if tx is not None else 0,
-        "confirm": channel.mode == "confirm",
+        "confirm": session.confirm,
         "connection_details": {
             "name": endpoint.name,
             "peer_host": endpoint.peer_host,
             "peer_port": endpoint.peer_port,
         },
-        "consumer_count": len(channel.consumers),
-        "global_prefetch_count": channel.global_prefetch,
-        "messages_unacknowledged": len(channel.unacked),
+        "consumer_count": session.consumer_count,
+        "global_prefetch_count": session.global_prefetch_count,
+        "messages_unacknowledged": session.unacked,
         "messages_uncommitted": len(tx.publishes) if tx is not None else 0,
-        "name": f"{endpoint.name} ({channel.id})",
+        "name": channel_name(endpoint, session.number),
         "node": NODE,
-        "number": channel.id,
-        "prefetch_count": channel.prefetch_count,
-        "state": "closing" if channel.closing else "running",
-        "transactional": channel.mode == "tx",
-        "user": conn.user,
-        "vhost": conn.vhost.name if conn.vhost is not None else None,
+        "number": session.number,
+        "prefetch_count": session.prefetch_count,
+        "state": session.state,
+        "transactional": session.transactional,
+        "user": view.user,
+        "vhost": view.vhost,
     }
 
 
-def consumer_json(consumer: Any, queue: Any, endpoint: Endpoint | None) -> dict[str, Any]:
-    channel = getattr(consumer, "channel", None)
+def channel_name(endpoint: Endpoint, number: int) -> str:
+    return f"{endpoint.name} ({number})"
+
+
+def consumer_json(consumer: Consumer, queue: Any, endpoint: Endpoint | None) -> dict[str, Any]:
+    session = consumer.session
     channel_details: dict[str, Any] = {}
-    if channel is not None and endpoint is not None:
+    if session is not None and endpoint is not None:
         channel_details = {
             "connection_name": endpoint.name,
-            "name": f"{endpoint.name} ({channel.id})",
+            "name": channel_name(endpoint, session.number),
             "node": NODE,
-            "number": channel.id,
+            "number": session.number,
             "peer_host": endpoint.peer_host,
             "peer_port": endpoint.peer_port,
-            "user": channel.conn.user,
+            "user": session.user,
         }
     return {
-        "ack_required": not consumer.no_ack,
+        "ack_required": not consumer.settled_on_delivery,
         "active": True,
         "activity_status": "up",
-        "arguments": jsonable(getattr(consumer, "arguments", {})),
+        "arguments": jsonable(consumer.arguments),
         "channel_details": channel_details,
         "consumer_tag": consumer.tag,
         "exclusive": consumer.exclusive,
-        "prefetch_count": getattr(consumer, "prefetch", 0),
+        "prefetch_count": consumer.prefetch,
         "queue": {"name": queue.name, "vhost": queue.vhost.name},
+    }
+
+
+def transaction_json(
+    tx: Transaction, endpoint: Endpoint | None, number: int | None, now: float
+) -> dict[str, Any]:
+    """An open transaction (rabbitish's own endpoint: RabbitMQ has none to mirror)."""
+    return {
+        "id": tx.id,
+        "state": tx.state.value,
+        "created_at": tx.created_at,
+        "age_seconds": round(max(0.0, now - tx.created_at), 3),
+        "connection": endpoint.name if endpoint is not None else None,
+        "channel": number,
+        **{f"staged_{name}": count for name, count in tx.counts().items()},
     }

@@ -4,89 +4,30 @@ consume / cancel / get, ack / nack / reject, qos and recover."""
 from __future__ import annotations
 
 import base64
-import binascii
-import itertools
 import os
-import struct
-from typing import TYPE_CHECKING
 
 from pamqp import commands
 
+from rabbitish.engine.delivery import Delivery, Outcome, settle
 from rabbitish.engine.errors import (
     ConnectionError_,
     not_implemented,
     precondition_failed,
 )
-from rabbitish.engine.message import Message, parse_expiration
+from rabbitish.engine.message import Message
+from rabbitish.engine.reply_to import REPLY_TO, new_reply_to_name
 from rabbitish.protocol import outgoing, properties
-from rabbitish.protocol.channel import Channel, Delivery, handles
-from rabbitish.protocol.codec import CODEC
+from rabbitish.protocol.channel import Channel, handles
+from rabbitish.protocol.codec import message_from_properties
 from rabbitish.protocol.consumers import Consumer091
 from rabbitish.protocol.wiring import queue_for
 
-if TYPE_CHECKING:
-    from rabbitish.engine.vhost import VirtualHost
-
-REPLY_TO = "amq.rabbitmq.reply-to"
-REPLY_TO_PREFIX = REPLY_TO + "."
 MAX_MESSAGE_SIZE = 134217728  # RabbitMQ's default max_message_size (128 MiB)
-
-# Direct reply-to names look like RabbitMQ's: base64 of an Erlang external-term pid on a
-# pseudo node "reply@<digits>", a dot, then base64 of a random 16-byte key.
-_REPLY_NODE = f"reply@{int.from_bytes(os.urandom(4)) % 100_000_000:08d}".encode()
-_reply_ids = itertools.count(1)
-
-
-def message_from_properties(
-    exchange_name: str,
-    routing_key: str,
-    raw_properties: bytes,
-    body: bytes,
-    info: properties.PropertyInfo,
-) -> Message:
-    """A message whose persistence, priority and TTL come from its content properties (shared by
-    basic.publish and the management API's publish)."""
-    expiration_ms = None
-    if info.expiration is not None:
-        expiration_ms = parse_expiration(info.expiration)
-    return Message(
-        exchange_name,
-        routing_key,
-        raw_properties,
-        body,
-        CODEC,
-        persistent=info.delivery_mode == 2,
-        priority=info.priority,
-        expiration_ms=expiration_ms,
-    )
 
 
 def _token() -> str:
     """A generated consumer tag suffix: RabbitMQ's rabbit_guid format (url-safe, no padding)."""
     return base64.urlsafe_b64encode(os.urandom(16)).decode().rstrip("=")
-
-
-def _reply_to_suffix() -> str:
-    # NEW_PID_EXT: node atom (ATOM_UTF8_EXT), id, serial, creation
-    node = b"v" + struct.pack(">H", len(_REPLY_NODE)) + _REPLY_NODE
-    pid = b"\x83X" + node + struct.pack(">II", next(_reply_ids) & 0x7FFF, 0) + os.urandom(4)
-    return f"{base64.b64encode(pid).decode()}.{base64.b64encode(os.urandom(16)).decode()}"
-
-
-def _decodable_reply_to(name: str) -> bool:
-    """Whether a reply-to name carries a pid term RabbitMQ could decode (base64 of an external
-    term format binary); an unknown but well-formed one is just dropped."""
-    pid, _, _key = name[len(REPLY_TO_PREFIX) :].partition(".")
-    try:
-        return base64.b64decode(pid, validate=True).startswith(b"\x83")
-    except (binascii.Error, ValueError):
-        return False
-
-
-def reply_to_exists(vhost: VirtualHost, name: str) -> bool:
-    """queue.declare(passive) on a direct reply-to name: RabbitMQ answers declare-ok (0
-    messages, 1 consumer) for the bare name and for a live reply-to name, else 404."""
-    return name == REPLY_TO or name in vhost.reply_to_targets
 
 
 # ---------------------------------------------------------------------- publish
@@ -129,42 +70,11 @@ def publish(
     if ch.mode == "confirm":
         ch.publish_seq += 1
         seq = ch.publish_seq
-    if exchange_name == "" and routing_key.startswith(REPLY_TO_PREFIX):
-        _publish_reply(ch, message, routing_key, mandatory, seq)
-        return
-    queues = vhost.route(exchange, routing_key, message)
-    if ch.tx is not None:
-        ch.tx.stage_publish(message, queues, mandatory)
-        return
-    accepted = True
-    for queue in queues:
-        if not queue.enqueue(message):
-            accepted = False
-    if not queues and mandatory:
+    result = vhost.publish(exchange, routing_key, message, mandatory, ch.tx)
+    if result.returned:
         _return(ch, message)
     if seq:
-        ch.confirm_published(seq, accepted)
-
-
-def _publish_reply(
-    ch: Channel, message: Message, routing_key: str, mandatory: bool, seq: int
-) -> None:
-    """A publish to a direct reply-to name. As in RabbitMQ 3.10 the reply is handed over while
-    routing (at once, even in a transaction) and never counts as routed, so a mandatory reply
-    comes back as basic.return even when it was delivered (at commit in a transaction)."""
-    target = ch.vhost.reply_to_targets.get(routing_key)
-    if target is not None:
-        target(message)
-    elif not _decodable_reply_to(routing_key):
-        # RabbitMQ decodes the Erlang pid in the name and crashes the connection if it can't.
-        raise ConnectionError_(541, "").at(0, 0)
-    if ch.tx is not None:
-        ch.tx.stage_publish(message, [], mandatory)
-        return
-    if mandatory:
-        _return(ch, message)
-    if seq:
-        ch.confirm_published(seq, True)
+        ch.confirm_published(seq, result.accepted)
 
 
 def _return(ch: Channel, message: Message) -> None:
@@ -204,24 +114,7 @@ def _collect(ch: Channel, tag: int, multiple: bool) -> list[Delivery]:
 
 
 def ack(ch: Channel, tag: int, multiple: bool) -> None:
-    deliveries = _collect(ch, tag, multiple)
-    if ch.tx is not None:
-        ch.stage_settle(deliveries, "ack")
-        return
-    settle(ch, deliveries, "ack")
-
-
-def settle(ch: Channel, deliveries: list[Delivery], outcome: str) -> None:
-    """Apply ack / requeue / discard to deliveries already removed from the unacked set."""
-    for queue, entries in ch.by_queue(deliveries):
-        if outcome == "ack":
-            for entry in entries:
-                queue.ack(entry)
-        elif outcome == "requeue":
-            queue.requeue(entries)
-        else:
-            queue.discard(entries)
-    ch.resume_deliveries()
+    ch.settle(_collect(ch, tag, multiple), Outcome.ACK)
 
 
 @handles("Basic.Ack")
@@ -232,21 +125,13 @@ def basic_ack(ch: Channel, method: commands.Basic.Ack, payload: bytes) -> None:
 @handles("Basic.Reject")
 def basic_reject(ch: Channel, method: commands.Basic.Reject, payload: bytes) -> None:
     deliveries = _collect(ch, method.delivery_tag, False)
-    outcome = "requeue" if method.requeue else "discard"
-    if ch.tx is not None:
-        ch.stage_settle(deliveries, outcome)
-        return
-    settle(ch, deliveries, outcome)
+    ch.settle(deliveries, Outcome.REQUEUE if method.requeue else Outcome.DISCARD)
 
 
 @handles("Basic.Nack")
 def basic_nack(ch: Channel, method: commands.Basic.Nack, payload: bytes) -> None:
     deliveries = _collect(ch, method.delivery_tag, method.multiple)
-    outcome = "requeue" if method.requeue else "discard"
-    if ch.tx is not None:
-        ch.stage_settle(deliveries, outcome)
-        return
-    settle(ch, deliveries, outcome)
+    ch.settle(deliveries, Outcome.REQUEUE if method.requeue else Outcome.DISCARD)
 
 
 @handles("Basic.Recover", "Basic.RecoverAsync")
@@ -258,7 +143,7 @@ def basic_recover(ch: Channel, method: commands.Basic.Recover, payload: bytes) -
         ch.conn.send_method(ch.id, commands.Basic.RecoverOk())
     deliveries = list(ch.unacked.values())
     ch.unacked.clear()
-    ch.requeue_deliveries(deliveries)
+    settle(deliveries, Outcome.REQUEUE)
     ch.resume_deliveries()
 
 
@@ -307,7 +192,7 @@ def _consume_reply_to(ch: Channel, method: commands.Basic.Consume, tag: str) -> 
         raise precondition_failed("reply consumer cannot acknowledge")
     if ch.reply_to_name is not None:
         raise precondition_failed("reply consumer already set")
-    name = REPLY_TO_PREFIX + _reply_to_suffix()
+    name = new_reply_to_name()
     ch.reply_to_name = name
     tag_bytes = outgoing.shortstr(tag)
 
@@ -353,19 +238,24 @@ def basic_cancel(ch: Channel, method: commands.Basic.Cancel, payload: bytes) -> 
 @handles("Basic.Get")
 def basic_get(ch: Channel, method: commands.Basic.Get, payload: bytes) -> None:
     queue = queue_for(ch, method.queue)
-    got = queue.get(method.no_ack)
-    if got is None:
+    delivery = queue.get(settled=method.no_ack)
+    if delivery is None:
         ch.conn.send_method(ch.id, commands.Basic.GetEmpty())
         return
-    entry, redelivered = got
     tag = ch.next_tag
     ch.next_tag += 1
     if not method.no_ack:
-        ch.unacked[tag] = Delivery(tag, queue, entry, None)
-    message = entry.message
+        delivery.tag = tag
+        ch.unacked[tag] = delivery
+    message = delivery.entry.message
     ch.send_content(
         outgoing.get_ok(
-            ch.id, tag, redelivered, message.exchange, message.routing_key, queue.message_count
+            ch.id,
+            tag,
+            delivery.redelivered,
+            message.exchange,
+            message.routing_key,
+            queue.message_count,
         ),
         message.raw_properties,
         message.body,

@@ -11,8 +11,9 @@ from typing import TYPE_CHECKING, Any
 from pamqp import commands
 from pamqp.base import Frame as Method
 
+from rabbitish.engine.delivery import Delivery, Outcome, settle
 from rabbitish.engine.errors import AMQPError, channel_error, unexpected_frame
-from rabbitish.engine.message import QueueEntry
+from rabbitish.engine.sessions import SessionView
 from rabbitish.engine.transactions import Transaction
 from rabbitish.protocol import outgoing
 from rabbitish.protocol.framing import (
@@ -26,7 +27,6 @@ from rabbitish.protocol.framing import (
 )
 
 if TYPE_CHECKING:
-    from rabbitish.engine.queue import Queue
     from rabbitish.protocol.connection import Connection
     from rabbitish.protocol.consumers import Consumer091
 
@@ -43,18 +43,6 @@ def handles(*names: str) -> Callable[[Handler], Handler]:
         return fn
 
     return register
-
-
-class Delivery:
-    """An unacked delivery: where it came from and which consumer (None for basic.get)."""
-
-    __slots__ = ("consumer", "entry", "queue", "tag")
-
-    def __init__(self, tag: int, queue: Queue, entry: QueueEntry, consumer: Consumer091 | None):
-        self.tag = tag
-        self.queue = queue
-        self.entry = entry
-        self.consumer = consumer
 
 
 class Channel:
@@ -85,8 +73,8 @@ class Channel:
         self._raw_properties = b""
         self._body_parts: list[bytes] = []
         self._received = 0
-        self.tx: Transaction | None = None  # engine transaction once tx.select was seen
-        self.staged_settlements = 0  # deliveries acked/rejected in the open transaction
+        self.tx: Transaction | None = None  # the open engine transaction once tx.select was seen
+        self._resume_from = 0  # rotates which blocked queue resumes first
         # the channel-wide (global) prefetch limiter, modelled on RabbitMQ's rabbit_limiter
         self.global_volume = 0
         self.dispatching = False  # inside a method handler
@@ -261,27 +249,11 @@ class Channel:
             # Acked-but-uncommitted deliveries go back too, in place, with the unacked ones.
             deliveries.extend(self.tx.rollback())
             self.tx = None
-            self.staged_settlements = 0
-        self.requeue_deliveries(deliveries)
+        settle(deliveries, Outcome.REQUEUE)
         self.unacked.clear()
         if self.reply_to_name is not None:
             self.vhost.reply_to_targets.pop(self.reply_to_name, None)
             self.reply_to_name = None
-
-    @staticmethod
-    def by_queue(deliveries: list[Delivery]) -> list[tuple[Queue, list[QueueEntry]]]:
-        """Deliveries grouped per queue (in order), releasing their consumers' credit: queues
-        settle a batch at once, which keeps requeued messages in their original places."""
-        groups: dict[int, tuple[Queue, list[QueueEntry]]] = {}
-        for delivery in deliveries:
-            if delivery.consumer is not None:
-                delivery.consumer.unacked -= 1
-            groups.setdefault(id(delivery.queue), (delivery.queue, []))[1].append(delivery.entry)
-        return list(groups.values())
-
-    def requeue_deliveries(self, deliveries: list[Delivery]) -> None:
-        for queue, entries in self.by_queue(deliveries):
-            queue.requeue(entries)
 
     # ------------------------------------------------------------------ deliveries
     @property
@@ -307,20 +279,24 @@ class Channel:
         self.global_prefetch = 0
         self.global_volume = 0
 
-    def limiter_delivered(self, count: int) -> None:
-        """Consumer deliveries that need an ack (counted only while a channel limit is set)."""
-        if self.global_prefetch:
-            self.global_volume += count
-
     def limiter_settled(self, count: int) -> None:
         """Consumer deliveries settled; RabbitMQ's limiter leaves a zero volume alone."""
         if self.global_prefetch and self.global_volume:
             self.global_volume -= count
 
-    def stage_settle(self, deliveries: list[Delivery], outcome: str) -> None:
-        assert self.tx is not None
-        self.tx.stage_settle([(d.queue, d.entry) for d in deliveries], outcome, deliveries)
-        self.staged_settlements += len(deliveries)
+    def begin_transaction(self) -> None:
+        """tx.select, and after each commit or rollback: 0-9-1 starts the next transaction at
+        once."""
+        self.tx = self.conn.node.transactions.begin(self)
+
+    def settle(self, deliveries: list[Delivery], outcome: Outcome) -> None:
+        """Settle deliveries already taken out of the unacked set: staged in the open
+        transaction, or at once."""
+        if self.tx is not None:
+            self.tx.stage_settle(deliveries, outcome)
+            return
+        settle(deliveries, outcome)
+        self.resume_deliveries()
 
     def finish_commit(self) -> None:
         """The commit is complete: tell the client."""
@@ -328,19 +304,22 @@ class Channel:
             self.commit_in_progress = False
             self.conn.send_method(self.id, commands.Tx.CommitOk())
 
-    def deliver(self, consumer: Consumer091, entry: QueueEntry, redelivered: bool) -> None:
+    def deliver(self, consumer: Consumer091, delivery: Delivery) -> None:
         tag = self.next_tag
         self.next_tag = tag + 1
-        if not consumer.no_ack:
-            self.unacked[tag] = Delivery(tag, consumer.queue, entry, consumer)
-            consumer.unacked += 1
+        if not delivery.settled:
+            delivery.tag = tag
+            self.unacked[tag] = delivery
+            if self.global_prefetch:
+                self.global_volume += 1
+        entry = delivery.entry
         message = entry.message
         parts = [
             outgoing.deliver(
                 self.id,
                 consumer.tag_bytes,
                 tag,
-                redelivered,
+                entry.delivery_count > 1,
                 outgoing.shortstr(message.exchange),
                 outgoing.shortstr(message.routing_key),
             )
@@ -354,8 +333,28 @@ class Channel:
         self.conn.write_many(parts)
 
     def resume_deliveries(self) -> None:
-        for queue in {id(c.queue): c.queue for c in self.consumers.values()}.values():
+        """Credit freed up: let the consumed queues deliver again. The queue that goes first
+        rotates, so queues blocked on the channel's global limit share it fairly."""
+        queues = list({id(c.queue): c.queue for c in self.consumers.values()}.values())
+        if len(queues) > 1:
+            start = self._resume_from % len(queues)
+            self._resume_from = start + 1
+            queues = queues[start:] + queues[:start]
+        for queue in queues:
             queue.dispatch()
+
+    def view(self) -> SessionView:
+        return SessionView(
+            number=self.id,
+            state="closing" if self.closing else "running",
+            transactional=self.mode == "tx",
+            confirm=self.mode == "confirm",
+            consumer_count=len(self.consumers),
+            prefetch_count=self.prefetch_count,
+            global_prefetch_count=self.global_prefetch,
+            unacked=len(self.unacked),
+            transaction=self.tx,
+        )
 
     def consumer_cancelled_by_broker(self, consumer: Consumer091) -> None:
         """The consumed queue went away. Clients that declared consumer_cancel_notify get a

@@ -6,7 +6,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from rabbitish.engine.message import Message, parse_expiration
 from rabbitish.protocol import properties
+from rabbitish.protocol.json_properties import encode_properties
 
 TYPE_NAMES = {
     "t": "bool",
@@ -52,8 +54,43 @@ class Amqp091Codec:
     def with_expiration(self, raw: bytes, expiration: str | None) -> bytes:
         return properties.with_shortstr(raw, properties.EXPIRATION, expiration)
 
+    def new_message(self, exchange: str, routing_key: str, raw: bytes, body: bytes) -> Message:
+        return message_from_properties(
+            exchange, routing_key, raw, body, properties.PropertyInfo(raw)
+        )
+
+    def to_json(self, raw: bytes) -> dict[str, Any]:
+        return properties.decode_all(raw)
+
+    def from_json(self, props: dict[str, Any]) -> bytes:
+        return encode_properties(props)
+
 
 CODEC = Amqp091Codec()
+
+
+def message_from_properties(
+    exchange: str,
+    routing_key: str,
+    raw_properties: bytes,
+    body: bytes,
+    info: properties.PropertyInfo,
+) -> Message:
+    """A message whose persistence, priority and TTL come from its content properties, already
+    read into `info` (basic.publish reads them once for its own checks too)."""
+    expiration_ms = None
+    if info.expiration is not None:
+        expiration_ms = parse_expiration(info.expiration)
+    return Message(
+        exchange,
+        routing_key,
+        raw_properties,
+        body,
+        CODEC,
+        persistent=info.delivery_mode == 2,
+        priority=info.priority,
+        expiration_ms=expiration_ms,
+    )
 
 
 def table_types(table: bytes) -> dict[str, str]:

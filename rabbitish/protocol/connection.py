@@ -29,6 +29,7 @@ from rabbitish.engine.errors import (
     unexpected_frame,
 )
 from rabbitish.engine.node import Node
+from rabbitish.engine.sessions import ConnectionView
 from rabbitish.engine.vhost import VirtualHost
 from rabbitish.protocol.channel import Channel
 from rabbitish.protocol.framing import (
@@ -473,6 +474,19 @@ class Connection:
             self.state = State.CLOSED
             self._out.clear()
 
+    def view(self) -> ConnectionView:
+        return ConnectionView(
+            protocol="AMQP 0-9-1",
+            user=self.user,
+            vhost=self.vhost.name if self.vhost is not None else None,
+            peer=self.peer,
+            channel_max=self.channel_max,
+            frame_max=self.frame_max,
+            heartbeat=self.heartbeat,
+            client_properties=self.client_properties,
+            sessions=tuple(ch.view() for _, ch in sorted(self.channels.items())),
+        )
+
     def heartbeat_frame(self) -> None:
         self.write(HEARTBEAT_FRAME)
 
@@ -482,10 +496,3 @@ class Connection:
 
 def _ids(error: AMQPError) -> tuple[int, int]:
     return error.class_id, error.method_id
-
-
-def _amqp_name(pamqp_name: str) -> str:
-    """'Basic.Publish' -> 'basic.publish', 'Connection.StartOk' -> 'connection.start_ok'."""
-    cls, _, meth = pamqp_name.partition(".")
-    snake = "".join("_" + c.lower() if c.isupper() else c for c in meth).lstrip("_")
-    return f"{cls.lower()}.{snake}"

@@ -1,31 +1,23 @@
-"""A 0-9-1 consumer as the engine's queues see it: credit comes from the channel's prefetch,
-channel.flow and the connection's output backlog; deliveries become basic.deliver frames."""
+"""A 0-9-1 consumer as the engine's queues see it: its credit comes from the channel's prefetch
+(per consumer and global), channel.flow and the connection's output backlog; deliveries become
+basic.deliver frames."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from rabbitish.engine.message import QueueEntry
+from rabbitish.engine.consumer import UNLIMITED, Consumer
+from rabbitish.engine.sessions import SessionRef
 from rabbitish.protocol.outgoing import shortstr
 
 if TYPE_CHECKING:
+    from rabbitish.engine.delivery import Delivery
     from rabbitish.engine.queue import Queue
     from rabbitish.protocol.channel import Channel
 
 
-class Consumer091:
-    __slots__ = (
-        "_unacked",
-        "arguments",
-        "channel",
-        "exclusive",
-        "no_ack",
-        "prefetch",
-        "priority",
-        "queue",
-        "tag",
-        "tag_bytes",
-    )
+class Consumer091(Consumer):
+    __slots__ = ("channel", "tag_bytes")
 
     def __init__(
         self,
@@ -38,50 +30,44 @@ class Consumer091:
         prefetch: int,
         arguments: dict[str, Any],
     ) -> None:
+        super().__init__(
+            queue,
+            tag,
+            settled_on_delivery=no_ack,
+            exclusive=exclusive,
+            arguments=arguments,
+            session=SessionRef(channel.conn, channel.id, channel.conn.user),
+            prefetch=prefetch,
+        )
         self.channel = channel
-        self.queue = queue
-        self.tag = tag
         self.tag_bytes = shortstr(tag)
-        self.no_ack = no_ack
-        self.exclusive = exclusive
-        self.prefetch = prefetch
-        self.arguments = arguments
-        priority = arguments.get("x-priority", 0)
-        self.priority = priority if isinstance(priority, int) else 0
-        self._unacked = 0
 
     @property
-    def unacked(self) -> int:
-        """Deliveries of this consumer not settled yet (per-consumer prefetch)."""
-        return self._unacked
-
-    @unacked.setter
-    def unacked(self, value: int) -> None:
-        # Every change also moves the channel's global prefetch volume, wherever the
-        # settlement happens (ack, reject, recover, channel close, tx.commit).
-        delta = value - self._unacked
-        self._unacked = value
-        if delta > 0:
-            self.channel.limiter_delivered(delta)
-        elif delta < 0:
-            self.channel.limiter_settled(-delta)
-
-    def can_take(self) -> bool:
+    def credit(self) -> int:
         channel = self.channel
         conn = channel.conn
         if conn.output_blocked:
             conn.consumers_starved = True
-            return False
+            return 0
         if not channel.flow_active:
-            return False
-        if self.no_ack:
-            return True
-        if self.prefetch and self.unacked >= self.prefetch:
-            return False
-        return not (channel.global_prefetch and channel.credit_used >= channel.global_prefetch)
+            return 0
+        if self.settled_on_delivery:
+            return UNLIMITED
+        credit = UNLIMITED
+        if self.prefetch:
+            credit = self.prefetch - self.unsettled
+        if channel.global_prefetch:
+            credit = min(credit, channel.global_prefetch - channel.global_volume)
+        return credit
 
-    def deliver(self, queue: Queue, entry: QueueEntry, redelivered: bool) -> None:
-        self.channel.deliver(self, entry, redelivered)
+    def delivered(self, delivery: Delivery) -> None:
+        self.channel.deliver(self, delivery)
 
-    def cancelled_by_broker(self, queue: Queue) -> None:
+    def release_credit(self, count: int) -> None:
+        # Settlements anywhere (ack, reject, recover, channel close, tx.commit) also shrink the
+        # channel's global prefetch volume.
+        self.unsettled -= count
+        self.channel.limiter_settled(count)
+
+    def cancelled_by_broker(self) -> None:
         self.channel.consumer_cancelled_by_broker(self)

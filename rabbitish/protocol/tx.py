@@ -10,7 +10,7 @@ from pamqp import commands
 from rabbitish.engine.errors import precondition_failed
 from rabbitish.engine.transactions import Transaction
 from rabbitish.protocol import outgoing
-from rabbitish.protocol.channel import Channel, Delivery, handles
+from rabbitish.protocol.channel import Channel, handles
 
 
 @handles("Tx.Select")
@@ -19,7 +19,7 @@ def tx_select(ch: Channel, method: commands.Tx.Select, payload: bytes) -> None:
         raise precondition_failed("cannot switch from confirm to tx mode")
     ch.mode = "tx"
     if ch.tx is None:
-        ch.tx = Transaction()
+        ch.begin_transaction()
     ch.conn.send_method(ch.id, commands.Tx.SelectOk())
 
 
@@ -31,25 +31,16 @@ def _require_tx(ch: Channel) -> Transaction:
 
 @handles("Tx.Commit")
 def tx_commit(ch: Channel, method: commands.Tx.Commit, payload: bytes) -> None:
-    tx = _require_tx(ch)
-    result = tx.commit()
+    # A commit the engine refuses (a reject-publish queue is full: RabbitMQ's "partial tx
+    # completion") raises before anything is applied; the channel then closes, rolling back.
+    result = _require_tx(ch).commit()
+    ch.begin_transaction()
     for message in result.returned:
         ch.send_content(
             outgoing.basic_return(ch.id, 312, "NO_ROUTE", message.exchange, message.routing_key),
             message.raw_properties,
             message.body,
         )
-    deliveries: list[Delivery] = result.settled_tokens
-    for delivery in deliveries:
-        if delivery.consumer is not None:
-            delivery.consumer.unacked -= 1
-    ch.staged_settlements -= len(deliveries)
-    if result.rejected:
-        # A queue with x-overflow reject-publish refused part of the commit: RabbitMQ keeps
-        # what was accepted and closes the channel.
-        if deliveries:
-            ch.resume_deliveries()
-        raise precondition_failed("partial tx completion")
     ch.commit_in_progress = True
     if result.queues_touched:
         # Like RabbitMQ, which waits for the queues involved, the commit is in progress until
@@ -60,15 +51,14 @@ def tx_commit(ch: Channel, method: commands.Tx.Commit, payload: bytes) -> None:
         ch.conn.pending_completions.append(lambda: journal.when_synced(position, ch.finish_commit))
     else:
         ch.finish_commit()
-    if deliveries:
+    if result.settled:
         ch.resume_deliveries()
 
 
 @handles("Tx.Rollback")
 def tx_rollback(ch: Channel, method: commands.Tx.Rollback, payload: bytes) -> None:
-    tx = _require_tx(ch)
-    restored: list[Delivery] = tx.rollback()
-    ch.staged_settlements -= len(restored)
+    restored = _require_tx(ch).rollback()
+    ch.begin_transaction()
     if restored:
         merged = dict(ch.unacked)
         for delivery in restored:

@@ -14,11 +14,11 @@ from rabbitish.engine.errors import (
     precondition_failed,
 )
 from rabbitish.engine.queue import Queue
+from rabbitish.engine.reply_to import REPLY_TO
 from rabbitish.protocol.channel import Channel, handles
 from rabbitish.protocol.codec import argument_types
 from rabbitish.protocol.framing import encode_method_payload
 
-REPLY_TO = "amq.rabbitmq.reply-to"
 _DECLARE_OK = struct.pack(">HH", 50, 11)
 
 
@@ -167,9 +167,7 @@ def _declare_ok(ch: Channel, name: str, messages: int, consumers: int) -> None:
 def _declare_reply_to(ch: Channel, method: commands.Queue.Declare, name: str) -> None:
     """A declare of a direct reply-to name (passive or not, flags ignored): one consumer,
     never any messages; 404 for a name that is not a live reply-to queue."""
-    from rabbitish.protocol.basic import reply_to_exists
-
-    if not reply_to_exists(ch.vhost, name):
+    if not ch.vhost.reply_to_exists(name):
         raise not_found(f"no {ch.vhost.rs('queue', name)}")
     if not method.nowait:
         _declare_ok(ch, name, 0, 1)

@@ -59,10 +59,9 @@ def recover(
         "SELECT vhost, name, type, auto_delete, internal, arguments, arg_types FROM exchanges"
     ):
         vhost = node.add_vhost(vhost_name)
-        vhost.declare_exchange(
+        vhost.recover_exchange(
             name,
             type_,
-            durable=True,
             auto_delete=bool(auto_delete),
             internal=bool(internal),
             arguments=_table(args),
@@ -73,10 +72,8 @@ def recover(
         "SELECT vhost, name, auto_delete, arguments, arg_types FROM queues"
     ):
         vhost = node.add_vhost(vhost_name)
-        vhost.declare_queue(
+        vhost.recover_queue(
             name,
-            owner=None,
-            durable=True,
             auto_delete=bool(auto_delete),
             arguments=_table(args),
             arg_types=json.loads(arg_types),

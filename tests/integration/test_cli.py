@@ -229,15 +229,18 @@ def test_tx_lists_open_transactions(url, broker_url, uid):
         channel.basic_ack(method.delivery_tag)
         connection.process_data_events(0)
         mine = [
-            c
-            for c in run_json("tx", "--url", url)
-            if c["messages_uncommitted"] == 1 and c["acks_uncommitted"] == 1
+            t
+            for t in run_json("tx", "--url", url)
+            if t["staged_publishes"] == 1 and t["staged_settlements"] == 1
         ]
-        assert len(mine) == 1 and mine[0]["transactional"] is True
+        assert len(mine) == 1 and mine[0]["state"] == "active"
+        assert mine[0]["channel"] == channel.channel_number
         table = run("tx", "--url", url).stdout
-        assert "open transaction(s)" in table and " tx " in table
+        assert "open transaction(s)" in table and mine[0]["id"] in table and " active " in table
         channel.tx_commit()
-        assert all(c["messages_uncommitted"] == 0 for c in run_json("tx", "--url", url))
+        after = run_json("tx", "--url", url)
+        assert mine[0]["id"] not in [t["id"] for t in after]  # committed: a new one is open
+        assert all(t["staged_publishes"] == 0 for t in after)
     finally:
         connection.close()
 

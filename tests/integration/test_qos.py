@@ -207,3 +207,39 @@ async def test_aio_pika_prefetch_window(amqp_url, uid):
         await held[1].ack()
         await settles_at(5, 5)
         assert [m.body for m in held] == [b"0", b"1", b"2", b"3", b"4"]
+
+
+def test_queues_blocked_on_the_global_limit_resume_in_turn(broker_url, uid):
+    """When acks free channel credit, the blocked queues take turns: the first consumer's queue
+    does not always win. (RabbitMQ resumes them in random order, so rabbitish only.)"""
+    conn = pika.BlockingConnection(pika.URLParameters(broker_url))
+    try:
+        ch = conn.channel()
+        got: list[tuple[str, int]] = []
+        for name in ("a", "b"):
+            ch.queue_declare(f"{uid}-{name}", exclusive=True)
+            for i in range(5):
+                ch.basic_publish("", f"{uid}-{name}", b"%d" % i)
+        ch.basic_qos(prefetch_count=2, global_qos=True)
+        for name in ("a", "b"):
+            ch.basic_consume(
+                f"{uid}-{name}",
+                lambda c, m, p, b, name=name: got.append((name, m.delivery_tag)),
+                consumer_tag=name,
+            )
+
+        def wait_for(count: int) -> None:
+            deadline = time.monotonic() + 5
+            while len(got) < count and time.monotonic() < deadline:
+                conn.process_data_events(0.05)
+            assert len(got) == count
+
+        wait_for(2)
+        assert [name for name, _ in got] == ["a", "a"]
+        for tag in range(1, 9):
+            ch.basic_ack(tag)
+            wait_for(tag + 2)
+        after_acks = "".join(name for name, _ in got[2:])
+        assert after_acks == "abababbb"
+    finally:
+        conn.close()
