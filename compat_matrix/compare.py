@@ -2,13 +2,18 @@
 
 An allowed difference names a scenario and a one-line reason; it may also name the event labels
 that are allowed to differ, and then every other part of the record must still match. Any
-other difference is unexpected and fails the run."""
+other difference is unexpected and fails the run.
+
+When the reference ran a scenario more than once and its records differ, the scenario is not
+deterministic on the reference: comparing against one of its records would be luck either way,
+so the comparison is "unstable" (never "same") and fails the run too."""
 
 from __future__ import annotations
 
 import difflib
 import json
 import tomllib
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -29,6 +34,20 @@ class Allowed:
     events: tuple[str, ...] = ()
 
 
+@dataclass(frozen=True)
+class Instability:
+    """How the reference's record of one scenario changed from its first pass to a later one."""
+
+    run: int  # the pass (2, 3, ...) whose record first differed from pass 1's
+    first: tuple[str, str]  # the first line that differs: in pass 1, in pass `run`
+    diff: str  # pass 1 against pass `run`
+    ours_matches: tuple[int, ...]  # the reference passes whose record equals ours
+
+    def describe(self) -> str:
+        """One line: where the two passes part."""
+        return f"pass 1: {self.first[0]} | pass {self.run}: {self.first[1]}"
+
+
 @dataclass
 class Comparison:
     """One scenario on both targets."""
@@ -36,9 +55,10 @@ class Comparison:
     scenario: Scenario
     ours: Result
     reference: Result
-    status: str  # "same" | "expected" | "unexpected"
+    status: str  # "same" | "expected" | "unexpected" | "unstable"
     reason: str = ""
     diff: str = ""
+    instability: Instability | None = None
 
     @property
     def reference_ok(self) -> bool:
@@ -73,6 +93,36 @@ def _lines(record: dict[str, Any]) -> list[str]:
     return [f"outcome: {record['outcome']}", *events]
 
 
+def first_difference(a: dict[str, Any], b: dict[str, Any]) -> tuple[str, str]:
+    """The first line (outcome or event) where two records differ."""
+    left, right = _lines(a), _lines(b)
+    for one, other in zip(left, right, strict=False):
+        if one != other:
+            return one, other
+    end = "(end of record)"
+    if len(left) > len(right):
+        return left[len(right)], end
+    if len(right) > len(left):
+        return end, right[len(left)]
+    return end, end
+
+
+def instability(key: str, ours: Result, passes: Sequence[dict[str, Result]]) -> Instability | None:
+    """None when every pass of the reference recorded `key` alike."""
+    records = [canonical(results[key].record) for results in passes]
+    changed = next((run for run in range(1, len(records)) if records[run] != records[0]), None)
+    if changed is None:
+        return None
+    first, later = passes[0][key].record, passes[changed][key].record
+    mine = canonical(ours.record)
+    return Instability(
+        changed + 1,
+        first_difference(first, later),
+        diff_text(first, later, ("pass 1", f"pass {changed + 1}")),
+        tuple(run + 1 for run, record in enumerate(records) if record == mine),
+    )
+
+
 def diff_text(reference: dict[str, Any], ours: dict[str, Any], names: tuple[str, str]) -> str:
     lines = difflib.unified_diff(
         _lines(reference),
@@ -91,11 +141,18 @@ def compare(
     reference: dict[str, Result],
     allowed: dict[str, Allowed],
     names: tuple[str, str] = ("RabbitMQ", "rabbitish"),
+    again: Sequence[dict[str, Result]] = (),
 ) -> list[Comparison]:
-    """Compare each scenario's records; the reference is the first name in `names`."""
+    """Compare each scenario's records; the reference is the first name in `names`. `again`
+    holds the reference's later passes: a scenario they recorded differently is "unstable"."""
     out: list[Comparison] = []
     for scenario in scenarios:
         mine, theirs = ours[scenario.key], reference[scenario.key]
+        unstable = instability(scenario.key, mine, [reference, *again])
+        if unstable is not None:
+            diff = diff_text(theirs.record, mine.record, names)
+            out.append(Comparison(scenario, mine, theirs, "unstable", "", diff, unstable))
+            continue
         if canonical(mine.record) == canonical(theirs.record):
             out.append(Comparison(scenario, mine, theirs, "same"))
             continue

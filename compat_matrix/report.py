@@ -12,10 +12,23 @@ DOC_PATH = Path(__file__).resolve().parent.parent / "docs" / "compat-matrix.md"
 _DIFF_LINES = 40
 
 
+STATUSES = ("same", "expected", "unexpected", "unstable")
+
+
+def _keys(rows: list[Comparison]) -> str:
+    return ", ".join(f"`{c.scenario.key}`" for c in rows)
+
+
 def _ours_cell(rows: list[Comparison]) -> str:
-    unexpected = [c.scenario.key for c in rows if c.status == "unexpected"]
+    unexpected = [c for c in rows if c.status == "unexpected"]
+    unstable = [c for c in rows if c.status == "unstable"]
+    parts = []
     if unexpected:
-        return "differs (unexpected: " + ", ".join(f"`{k}`" for k in unexpected) + ")"
+        parts.append("differs (unexpected: " + _keys(unexpected) + ")")
+    if unstable:
+        parts.append("not compared (reference unstable: " + _keys(unstable) + ")")
+    if parts:
+        return "; ".join(parts)
     reasons = list(dict.fromkeys(c.reason for c in rows if c.status == "expected"))
     if reasons:
         return "differs (" + "; ".join(reasons) + ")"
@@ -23,10 +36,20 @@ def _ours_cell(rows: list[Comparison]) -> str:
 
 
 def _reference_cell(rows: list[Comparison]) -> str:
-    failing = [c.scenario.key for c in rows if not c.reference_ok]
+    failing = [c for c in rows if not c.reference_ok]
+    unstable = [c for c in rows if c.status == "unstable"]
+    parts = []
     if failing:
-        return "fails (" + ", ".join(f"`{k}`" for k in failing) + ")"
-    return "pass"
+        parts.append("fails (" + _keys(failing) + ")")
+    if unstable:
+        parts.append("unstable (" + _keys(unstable) + ")")
+    return "; ".join(parts) or "pass"
+
+
+def counts(comparisons: Iterable[Comparison]) -> dict[str, int]:
+    """How many comparisons have each status."""
+    listed = list(comparisons)
+    return {s: sum(c.status == s for c in listed) for s in STATUSES}
 
 
 def by_feature(comparisons: Iterable[Comparison]) -> dict[str, list[Comparison]]:
@@ -40,7 +63,7 @@ def by_feature(comparisons: Iterable[Comparison]) -> dict[str, list[Comparison]]
 def _differences(comparisons: list[Comparison]) -> list[str]:
     lines: list[str] = []
     for c in comparisons:
-        if c.status == "same":
+        if c.status in ("same", "unstable"):
             continue
         lines += ["", f"### `{c.scenario.key}`: {c.status}", ""]
         if c.scenario.doc:
@@ -53,12 +76,45 @@ def _differences(comparisons: list[Comparison]) -> list[str]:
     return lines
 
 
-def render(comparisons: list[Comparison], versions: tuple[str, str]) -> str:
+def _unstable(comparisons: list[Comparison]) -> list[str]:
+    lines: list[str] = []
+    for c in comparisons:
+        if c.instability is None:
+            continue
+        unstable = c.instability
+        matches = ", ".join(f"pass {run}" for run in unstable.ours_matches) or "neither pass"
+        lines += ["", f"### `{c.scenario.key}`", ""]
+        if c.scenario.doc:
+            lines.append(f"Scenario: {c.scenario.doc}")
+        lines += [
+            f"First difference: pass 1 `{unstable.first[0]}`, "
+            f"pass {unstable.run} `{unstable.first[1]}`",
+            f"rabbitish's record equals: {matches}",
+        ]
+        diff = unstable.diff.splitlines()
+        if len(diff) > _DIFF_LINES:
+            diff = [*diff[:_DIFF_LINES], "..."]
+        lines += ["", "```diff", *diff, "```"]
+    return lines
+
+
+def _passes_text(passes: int) -> list[str]:
+    if passes < 2:
+        return ["RabbitMQ ran every scenario once, so the stability of its records is unchecked."]
+    times = {2: "twice", 3: "three times"}.get(passes, f"{passes} times")
+    return [
+        f"RabbitMQ ran every scenario {times}; a scenario whose RabbitMQ record changed between",
+        "those runs is not deterministic, so it is listed as unstable instead of being compared,",
+        "and fails the run too.",
+    ]
+
+
+def render(
+    comparisons: list[Comparison], versions: tuple[str, str], reference_passes: int = 2
+) -> str:
     """The markdown document for one run; `versions` = (rabbitish, RabbitMQ)."""
     ours_version, reference_version = versions
-    counts = {
-        s: sum(c.status == s for c in comparisons) for s in ("same", "expected", "unexpected")
-    }
+    counted = counts(comparisons)
     header = [
         "# Compatibility matrix: rabbitish and RabbitMQ",
         "",
@@ -68,9 +124,11 @@ def render(comparisons: list[Comparison], versions: tuple[str, str]) -> str:
         "codes and texts, frame order, message order, redelivered flags) were compared after",
         "normalising generated names. Allowed differences and their reasons are listed in",
         "`compat_matrix/expected_differences.toml`; any other difference fails the run.",
+        *_passes_text(reference_passes),
         "",
-        f"{len(comparisons)} scenarios: {counts['same']} identical, {counts['expected']} allowed "
-        f"differences, {counts['unexpected']} unexpected differences.",
+        f"{len(comparisons)} scenarios: {counted['same']} identical, {counted['expected']} "
+        f"allowed differences, {counted['unexpected']} unexpected differences, "
+        f"{counted['unstable']} with an unstable reference record.",
         "",
         f"| Feature | Scenarios | rabbitish {ours_version} | RabbitMQ {reference_version} |",
         "|---|---:|---|---|",
@@ -87,7 +145,9 @@ def render(comparisons: list[Comparison], versions: tuple[str, str]) -> str:
             scenarios.append(f"- {FEATURES[feature]}: {keys}")
     differences = ["", "## Differences"]
     differences += _differences(comparisons) or ["", "None."]
-    return "\n".join([*header, *table, *scenarios, *differences]) + "\n"
+    unstable = ["", "## Scenarios whose reference record is not stable"]
+    unstable += _unstable(comparisons) or ["", "None."]
+    return "\n".join([*header, *table, *scenarios, *differences, *unstable]) + "\n"
 
 
 def summary(comparisons: list[Comparison]) -> str:
@@ -98,13 +158,17 @@ def summary(comparisons: list[Comparison]) -> str:
             lines += [f"UNEXPECTED DIFFERENCE {c.scenario.key}", c.diff, ""]
         elif c.status == "expected":
             lines.append(f"allowed difference {c.scenario.key}: {c.reason}")
+        elif c.instability is not None:
+            lines += [
+                f"UNSTABLE REFERENCE {c.scenario.key}: its RabbitMQ record changed between runs",
+                c.instability.describe(),
+                "",
+            ]
         if not c.reference_ok:
             lines.append(f"REFERENCE FAILED {c.scenario.key}: {c.reference.outcome}")
-    counts = {
-        s: sum(c.status == s for c in comparisons) for s in ("same", "expected", "unexpected")
-    }
+    counted = counts(comparisons)
     lines.append(
-        f"{len(comparisons)} scenarios: {counts['same']} same, {counts['expected']} allowed, "
-        f"{counts['unexpected']} unexpected"
+        f"{len(comparisons)} scenarios: {counted['same']} same, {counted['expected']} allowed, "
+        f"{counted['unexpected']} unexpected, {counted['unstable']} unstable"
     )
     return "\n".join(lines)

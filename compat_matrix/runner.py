@@ -2,7 +2,12 @@
 
 Each scenario runs in a worker thread with a time limit, so a broker that never answers marks
 that scenario "timeout" instead of hanging the run. Restart scenarios are grouped: every one
-runs its part before the restart, the target restarts once, then every one runs the rest."""
+runs its part before the restart, the target restarts once, then every one runs the rest.
+
+`run_passes` runs every scenario more than once on the same target (the reference, to see that
+its records are stable). Each pass has its own name prefix, so passes share no queues or
+exchanges, as scenarios within a pass share none; the restart scenarios of all passes go
+through the target's one restart."""
 
 from __future__ import annotations
 
@@ -156,29 +161,47 @@ def run_target(
     progress: Callable[[str], None] = lambda _msg: None,
 ) -> dict[str, Result]:
     """Every scenario against `target`; restart scenarios need `target.restart`."""
+    return run_passes(target, scenarios, 1, progress)[0]
+
+
+def run_passes(
+    target: Target,
+    scenarios: Iterable[Scenario],
+    passes: int,
+    progress: Callable[[str], None] = lambda _msg: None,
+) -> list[dict[str, Result]]:
+    """Every scenario `passes` times against `target`: one result dict per pass."""
     logging.getLogger("pika").setLevel(logging.CRITICAL)
     logging.getLogger("aiormq").setLevel(logging.CRITICAL)
-    token = secrets.token_hex(3)
     chosen = list(scenarios)
-    results: dict[str, Result] = {}
+    tokens = [secrets.token_hex(3) for _ in range(passes)]
+    results: list[dict[str, Result]] = [{} for _ in range(passes)]
 
-    def session(index: int) -> Session:
-        return Session(target.url, f"cm{token}-{index}.")
+    def session(run: int, index: int) -> Session:
+        return Session(target.url, f"cm{tokens[run]}-{index}.")
 
-    for index, scenario in enumerate(chosen):
-        if not scenario.restart:
-            results[scenario.key] = run_one(scenario, session(index))
+    for run in range(passes):
+        if run:
+            progress(f"{target.name}: pass {run + 1} of {passes}")
+        for index, scenario in enumerate(chosen):
+            if not scenario.restart:
+                results[run][scenario.key] = run_one(scenario, session(run, index))
     restarts = [(i, s) for i, s in enumerate(chosen) if s.restart]
     if restarts and target.restart is None:
-        for _, scenario in restarts:
-            results[scenario.key] = Result(scenario.key, "skipped: no restart", [])
+        for run in range(passes):
+            for _, scenario in restarts:
+                results[run][scenario.key] = Result(scenario.key, "skipped: no restart", [])
     elif restarts:
-        pending = [_before_restart(scenario, session(i)) for i, scenario in restarts]
+        pending = [
+            (run, _before_restart(scenario, session(run, i)))
+            for run in range(passes)
+            for i, scenario in restarts
+        ]
         progress(f"{target.name}: restarting for {len(pending)} restart scenarios")
         started = time.monotonic()
         assert target.restart is not None
         target.restart()
         progress(f"{target.name}: restarted in {time.monotonic() - started:.1f} s")
-        for item in pending:
-            results[item.scenario.key] = _after_restart(item)
-    return {s.key: results[s.key] for s in chosen}
+        for run, item in pending:
+            results[run][item.scenario.key] = _after_restart(item)
+    return [{s.key: got[s.key] for s in chosen} for got in results]

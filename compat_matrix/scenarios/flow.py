@@ -77,17 +77,55 @@ def change_later(s: Session) -> None:
     _held(s, ch, second, "second consumer")
 
 
-@scenario("qos.global.shared_limit", "qos.global")
+def _by_queue(
+    s: Session, ch: BlockingChannel, box: list[Delivery], acked: set[str]
+) -> dict[str, Any]:
+    """Let deliveries arrive up to the limit; log what each queue delivered (in its own order;
+    bodies are "<queue>.<n>") and how many deliveries are unacked."""
+    s.settle(ch.connection, box)
+    queues: dict[str, list[str]] = {}
+    for d in box:
+        queues.setdefault("q" + d.body.split(".")[0], []).append(d.body)
+    return {**dict(sorted(queues.items())), "unacked": len(box) - len(acked)}
+
+
+def _ack(ch: BlockingChannel, box: list[Delivery], acked: set[str], *bodies: str) -> None:
+    """Ack the deliveries of these bodies (those that came), each with its own tag."""
+    for d in box:
+        if d.body in bodies:
+            ch.basic_ack(d.tag)
+            acked.add(d.body)
+
+
+@scenario("qos.global.shared_limit", "qos.global", "basic.ack")
 def global_limit(s: Session) -> None:
-    """qos(2, global) is one limit for the channel; acks free it for any consumer."""
-    ch, (qa, qb) = _queues(s, 2, 3)
+    """qos(2, global) is one limit for the channel's consumers; acks free it for any of them.
+
+    Whenever an ack frees credit, only one queue is waiting for it, so what comes next does not
+    depend on the order in which a broker resumes waiting queues (RabbitMQ picks at random)."""
+    pub = s.channel(confirm=True)
+    q0, q1 = temp_queue(s, pub, "q0"), temp_queue(s, pub, "q1")
+    for i in range(2):
+        s.publish(pub, "", q0, f"0.{i}")
+    for i in range(3):
+        s.publish(pub, "", q1, f"1.{i}")
+    ch = s.channel()
     s.attempt("qos global", ch.basic_qos, prefetch_count=2, global_qos=True)
     box: list[Delivery] = []
-    s.consumer(ch, qa, box)
-    s.consumer(ch, qb, box)
-    _held(s, ch, box, "held")
-    ch.basic_ack(2, multiple=True)
-    _held(s, ch, box, "after ack", ordered=False)
+    acked: set[str] = set()
+    s.consumer(ch, q0, box)
+    s.consumer(ch, q1, box)
+    # q0 takes the whole limit with its two messages; q1 waits.
+    s.log("held", _by_queue(s, ch, box, acked))
+    _ack(ch, box, acked, "0.0", "0.1")
+    s.log("after acking q0's two", _by_queue(s, ch, box, acked))
+    _ack(ch, box, acked, "1.0")
+    s.log("after acking 1.0", _by_queue(s, ch, box, acked))
+    # q1 is empty now; a new message for q0 waits for credit held by q1's deliveries.
+    s.publish(pub, "", q0, "0.2")
+    s.log("after publishing 0.2 to q0", _by_queue(s, ch, box, acked))
+    _ack(ch, box, acked, "1.1")
+    s.log("after acking 1.1", _by_queue(s, ch, box, acked))
 
 
 @scenario("qos.global_and_per_consumer", "qos.global", "qos.per_consumer")
