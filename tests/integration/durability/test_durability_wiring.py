@@ -222,12 +222,11 @@ def test_bindings_survive_and_unbinds_stay_unbound(data, uid):
 def test_a_durable_server_named_queue_survives_a_restart(data):
     """queue_declare('', durable=True) gets an 'amq.gen-' name, which a client may not declare
     itself; the restart must bring the queue back, messages and bindings included."""
-    with running_broker(data_dir=data) as broker:
-        with channel(broker.url) as ch:
-            name = ch.queue_declare("", durable=True).method.queue
-            assert name.startswith("amq.gen-")
-            ch.queue_bind(name, "amq.direct", "k")
-            ch.basic_publish("amq.direct", "k", b"kept", PERSISTENT)
+    with running_broker(data_dir=data) as broker, channel(broker.url) as ch:
+        name = ch.queue_declare("", durable=True).method.queue
+        assert name.startswith("amq.gen-")
+        ch.queue_bind(name, "amq.direct", "k")
+        ch.basic_publish("amq.direct", "k", b"kept", PERSISTENT)
     with running_broker(data_dir=data) as broker:
         assert broker.recovery.queues == 1
         with channel(broker.url) as ch:
