@@ -7,28 +7,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from rabbitish.protocol import properties
-
-TYPE_NAMES = {
-    "t": "bool",
-    "b": "byte",
-    "B": "unsignedbyte",
-    "s": "short",
-    "U": "short",
-    "u": "unsignedshort",
-    "I": "signedint",
-    "i": "unsignedint",
-    "l": "long",
-    "L": "long",
-    "f": "float",
-    "d": "double",
-    "D": "decimal",
-    "S": "longstr",
-    "x": "binary",
-    "A": "array",
-    "T": "timestamp",
-    "F": "table",
-    "V": "void",
-}
+from rabbitish.protocol.field_types import table_types
 
 
 class Amqp091Codec:
@@ -54,17 +33,6 @@ class Amqp091Codec:
 
 
 CODEC = Amqp091Codec()
-
-
-def table_types(table: bytes) -> dict[str, str]:
-    """Key -> wire type name for an encoded field table (with its length prefix)."""
-    try:
-        return {
-            key: TYPE_NAMES.get(chr(value[0]), "longstr")
-            for key, value in properties._table_entries(table)
-        }
-    except (IndexError, ValueError):
-        return {}
 
 
 # Method (class, method) -> (short strings before the table, whether a bits octet precedes it).
