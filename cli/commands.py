@@ -4,6 +4,7 @@ to a running broker through its management HTTP API (`--url`)."""
 
 from __future__ import annotations
 
+import enum
 import json
 import os
 import sys
@@ -14,10 +15,10 @@ from typing import Annotated, Any, TypeVar
 import typer
 from rabbitish.cli import render
 from rabbitish.cli.client import DEFAULT_URL, REFUSED, ApiFailure, Client, CliError, segment
-from rabbitish.cli.serve import DEFAULTS
+from rabbitish.cli.serve import DEFAULTS, FSYNC_HELP
 from rich.console import Console
 
-from rabbitish.config import Config
+from rabbitish.config import FSYNC_MODES, Config
 
 T = TypeVar("T")
 
@@ -40,6 +41,9 @@ Vhost = Annotated[str | None, typer.Option("--vhost", "-V", help="Only this virt
 VhostOne = Annotated[str, typer.Option("--vhost", "-V", help="Virtual host.")]
 AsJson = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
 
+
+# typer validates a choice given as an enum; its members come from the one tuple in config.py.
+FsyncMode = enum.StrEnum("FsyncMode", {mode: mode for mode in FSYNC_MODES})
 
 PIPE_WIDTH = 200  # tables written to a pipe or file are not wrapped at 80 columns
 
@@ -76,7 +80,7 @@ def serve(
     host: str = typer.Option(DEFAULTS.host, help="Address to listen on."),
     port: int = typer.Option(DEFAULTS.port, help="AMQP port (0 picks a free one)."),
     data_dir: str = typer.Option(DEFAULTS.data_dir, help="Data directory, or :memory: for none."),
-    fsync: str = typer.Option(DEFAULTS.fsync, help="always | never"),
+    fsync: Annotated[FsyncMode, typer.Option(help=FSYNC_HELP)] = FsyncMode[DEFAULTS.fsync],
     management_port: int = typer.Option(
         DEFAULTS.management_port, help="Management HTTP API port (0: disabled)."
     ),
@@ -85,7 +89,11 @@ def serve(
     from rabbitish.cli.serve import run
 
     config = Config(
-        host=host, port=port, data_dir=data_dir, fsync=fsync, management_port=management_port
+        host=host,
+        port=port,
+        data_dir=data_dir,
+        fsync=fsync.value,
+        management_port=management_port,
     )
     raise typer.Exit(run(config))
 

@@ -9,10 +9,10 @@ import logging
 import signal
 import sys
 
-from rabbitish.config import Config
+from rabbitish.config import FSYNC_MODES, Config
 
 DEFAULTS = Config()
-FSYNC_MODES = ("always", "never")
+FSYNC_HELP = "Sync each commit to disk (always) or leave it to the OS (never)."
 
 log = logging.getLogger("rabbitish")
 
@@ -23,7 +23,7 @@ def parser(prog: str = "rabbitish serve") -> argparse.ArgumentParser:
     p.add_argument("--host", default=DEFAULTS.host, help="Address to listen on.")
     p.add_argument("--port", type=int, default=DEFAULTS.port, help="AMQP port (0: any free).")
     p.add_argument("--data-dir", default=DEFAULTS.data_dir, help="Data directory, or :memory:.")
-    p.add_argument("--fsync", default=DEFAULTS.fsync, choices=FSYNC_MODES)
+    p.add_argument("--fsync", default=DEFAULTS.fsync, choices=FSYNC_MODES, help=FSYNC_HELP)
     p.add_argument(
         "--management-port",
         type=int,

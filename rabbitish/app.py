@@ -1,5 +1,7 @@
-"""Composition root: builds the engine, the listener and (later) the store and bridge; starts and
-stops them. `Broker` is also the embedding API: `async with Broker(port=0) as b: b.url`."""
+"""Composition root: builds the engine, the store (recovering the data dir, unless it is
+:memory:), the AMQP 0-9-1 listener and the management HTTP API (when it has a port); starts
+them in that order and stops them in reverse. `Broker` is also the embedding API:
+`async with Broker(port=0) as b: b.url`."""
 
 from __future__ import annotations
 

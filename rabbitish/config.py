@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+# --fsync: "always" syncs every commit to disk before it is confirmed, "never" leaves it to the OS.
+FSYNC_MODES = ("always", "never")
+
 
 @dataclass
 class Config:
@@ -13,7 +16,7 @@ class Config:
     frame_max: int = 131072
     channel_max: int = 2047
     heartbeat: int = 60
-    fsync: str = "always"  # "always" | "never"
+    fsync: str = "always"  # one of FSYNC_MODES
     users: dict[str, str] = field(default_factory=lambda: {"guest": "guest"})
     vhosts: tuple[str, ...] = ("/",)
     # How long a connection may take to finish the handshake (RabbitMQ: 10 s).

@@ -1,5 +1,7 @@
-"""Time and timers for the engine (TTL, queue expiry), supplied by whoever runs it, so the
-engine stays free of asyncio and tests can drive time."""
+"""Time and timers for the engine (message TTL, queue expiry), behind a Scheduler supplied by
+whoever runs it, so the engine stays free of asyncio: the broker passes the event loop's
+(server/scheduler.py), engine unit tests a ManualScheduler. The store reads the same clock to
+turn expiry times into wall-clock times and back."""
 
 from __future__ import annotations
 
@@ -26,7 +28,8 @@ class _NoTimer:
 
 
 class ManualScheduler:
-    """A scheduler whose timers never fire by themselves: for unit tests of the engine."""
+    """For unit tests of the engine: the real monotonic clock, and timers that are only recorded
+    in `pending`, never fired."""
 
     def __init__(self) -> None:
         self.pending: list[tuple[float, Callable[[], None]]] = []

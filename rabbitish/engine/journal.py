@@ -34,8 +34,6 @@ class Journal(Protocol):
         """First delivery of a durable message: after a crash it comes back redelivered."""
         ...
 
-    def queue_purged(self, queue: Queue) -> None: ...
-
     @property
     def position(self) -> int:
         """How many changes have been journaled so far."""
@@ -76,9 +74,6 @@ class NullJournal:
         pass
 
     def message_delivered(self, queue: Queue, entry: QueueEntry) -> None:
-        pass
-
-    def queue_purged(self, queue: Queue) -> None:
         pass
 
     def when_synced(self, position: int, callback: Callable[[], None]) -> None:

@@ -8,6 +8,7 @@ import itertools
 from collections.abc import Callable, Iterable
 from typing import Any, Protocol
 
+from rabbitish.engine import erlang_terms
 from rabbitish.engine.errors import precondition_failed
 
 
@@ -187,7 +188,8 @@ def parse_expiration(value: str) -> int:
     if end == digits_start:
         raise _bad_expiration(value, "no_integer")
     if end < len(value):
-        raise _bad_expiration(value, f"{{leftover_string,{_erl_string(value[end:])}}}")
+        leftover = erlang_terms.char_list(value[end:])
+        raise _bad_expiration(value, f"{{leftover_string,{leftover}}}")
     ms = int(value[:end])
     if ms < 0:
         raise _bad_expiration(value, f"{{value_negative,{ms}}}")
@@ -197,22 +199,13 @@ def parse_expiration(value: str) -> int:
 
 
 def _too_large(value: str, ms: int) -> Exception:
-    prefix = f"invalid expiration '{value}': "
-    term = f"{{value_too_large,{ms}}}"
-    if len(prefix) + len(term) > 80:  # Erlang's ~p wraps at 80 columns
-        term = f"{{value_too_large,\n{' ' * (len(prefix) + 1)}{ms}}}"
-    return precondition_failed(prefix + term)
+    return precondition_failed(
+        erlang_terms.after(f"invalid expiration '{value}': ", f"{{value_too_large,{ms}}}")
+    )
 
 
 def _bad_expiration(value: str, detail: str) -> Exception:
     return precondition_failed(f"invalid expiration '{value}': {detail}")
-
-
-def _erl_string(text: str) -> str:
-    """A string as Erlang's ~p prints it."""
-    if all(32 <= ord(c) < 127 for c in text):
-        return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
-    return "[" + ",".join(str(ord(c)) for c in text) + "]"
 
 
 class QueueEntry:

@@ -1,15 +1,14 @@
 """Queue arguments: validation at declare time and RabbitMQ's equivalence check on redeclare, with
 the same error texts. Values arrive with their wire type names ('long', 'longstr' ...) because
-RabbitMQ's texts name them, and error details are rendered the way Erlang's ``~p`` prints them."""
+RabbitMQ's texts name them, and error details are Erlang terms (engine/erlang_terms.py)."""
 
 from __future__ import annotations
 
-import datetime
 from collections.abc import Callable
 from dataclasses import dataclass
-from decimal import Decimal
 from typing import Any
 
+from rabbitish.engine import erlang_terms
 from rabbitish.engine.errors import precondition_failed
 
 INT_TYPES = frozenset(
@@ -56,73 +55,14 @@ NOT_FOR_CLASSIC = frozenset(
 )
 
 
-# ---------------------------------------------------------------------- Erlang rendering
-def erl_float(value: float) -> str:
-    """A float as Erlang's ``~p`` prints it: shortest digits, ``2.0e3`` for 2000.0."""
-    sign, digits_t, exponent = Decimal(repr(value)).normalize().as_tuple()
-    digits = "".join(map(str, digits_t)) or "0"
-    place = len(digits) + int(exponent)  # value = 0.digits * 10**place
-    prefix = "-" if sign else ""
-    if digits == "0":
-        return prefix + "0.0"
-    count = len(digits)
-    if 0 < place < count:
-        return f"{prefix}{digits[:place]}.{digits[place:]}"
-    if place == 0:
-        return f"{prefix}0.{digits}"
-    exp_text = str(place - 1)
-    exp_cost = len(exp_text) + 1 + (2 if count == 1 else 1)
-    exp_form = f"{digits[0]}.{digits[1:] or '0'}e{exp_text}"
-    if place < 0:
-        plain = "0." + "0" * -place + digits
-        return prefix + (plain if 2 - place <= exp_cost else exp_form)
-    plain = digits + "0" * (place - count) + ".0"
-    return prefix + (plain if place - count + 2 <= exp_cost else exp_form)
-
-
-_ESCAPES = {8: b"\\b", 9: b"\\t", 10: b"\\n", 11: b"\\v", 12: b"\\f", 13: b"\\r", 27: b"\\e"}
-_PRINTABLE = frozenset(range(32, 127)) | frozenset(range(160, 256)) | frozenset(_ESCAPES)
-
-
-def erl_binary(value: bytes | str) -> str:
-    """A binary as ``~p`` prints it: ``<<"text">>`` when every byte is printable latin-1
-    (written out as is), else the byte values ``<<1,2>>``."""
-    data = value.encode() if isinstance(value, str) else value
-    if not data:
-        return "<<>>"
-    if not all(b in _PRINTABLE for b in data):
-        return "<<" + ",".join(str(b) for b in data) + ">>"
-    out = bytearray()
-    for b in data:
-        if b in (0x22, 0x5C):  # " and \
-            out += b"\\" + bytes([b])
-        else:
-            out += _ESCAPES.get(b, bytes([b]))
-    return '<<"' + out.decode("utf-8", "replace") + '">>'
-
-
-def erl_term(value: Any) -> str:
-    """``~p`` of a decoded field value (strings are binaries in RabbitMQ)."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if value is None:
-        return "undefined"
-    if isinstance(value, float):
-        return erl_float(value)
-    if isinstance(value, str | bytes):
-        return erl_binary(value)
-    if isinstance(value, datetime.datetime):
-        return str(int(value.timestamp()))
-    return str(value)
-
-
+# ---------------------------------------------------------------------- rendering
 def format_value(value: Any) -> str:
     """A value as RabbitMQ's equivalence texts print it: binaries raw, the rest with ``~p``."""
     if isinstance(value, bytes):
         return value.decode("utf-8", "replace")
     if isinstance(value, str):
         return value
-    return erl_term(value)
+    return erlang_terms.term(value)
 
 
 # ---------------------------------------------------------------------- equivalence

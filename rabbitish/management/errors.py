@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from rabbitish.engine import erlang_terms
 from rabbitish.engine.errors import AMQPError
 
 NOT_FOUND_BODY = {"error": "Object Not Found", "reason": "Not Found"}
 ACCESS_REFUSED = "Access refused."
-_ERLANG_WIDTH = 80  # io_lib's ~p line length
 
 
 class ApiError(Exception):
@@ -39,12 +39,8 @@ def not_authorised() -> ApiError:
 
 
 def key_missing(keys: list[str]) -> ApiError:
-    """RabbitMQ's `[{key_missing,K},...]`, printed with ~p (one element per line past 80)."""
-    items = [f"{{key_missing,{key}}}" for key in keys]
-    flat = "[" + ",".join(items) + "]"
-    if len(flat) <= _ERLANG_WIDTH:
-        return bad_request(flat)
-    return bad_request("[" + ",\n ".join(items) + "]")
+    """RabbitMQ's `[{key_missing,K},...]`, printed with ~p."""
+    return bad_request(erlang_terms.term_list([f"{{key_missing,{key}}}" for key in keys]))
 
 
 def from_declare(error: AMQPError) -> ApiError:

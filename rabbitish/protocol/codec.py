@@ -8,29 +8,8 @@ from typing import Any
 
 from rabbitish.engine.message import Message, parse_expiration
 from rabbitish.protocol import properties
+from rabbitish.protocol.field_types import table_types
 from rabbitish.protocol.json_properties import encode_properties
-
-TYPE_NAMES = {
-    "t": "bool",
-    "b": "byte",
-    "B": "unsignedbyte",
-    "s": "short",
-    "U": "short",
-    "u": "unsignedshort",
-    "I": "signedint",
-    "i": "unsignedint",
-    "l": "long",
-    "L": "long",
-    "f": "float",
-    "d": "double",
-    "D": "decimal",
-    "S": "longstr",
-    "x": "binary",
-    "A": "array",
-    "T": "timestamp",
-    "F": "table",
-    "V": "void",
-}
 
 
 class Amqp091Codec:
@@ -91,17 +70,6 @@ def message_from_properties(
         priority=info.priority,
         expiration_ms=expiration_ms,
     )
-
-
-def table_types(table: bytes) -> dict[str, str]:
-    """Key -> wire type name for an encoded field table (with its length prefix)."""
-    try:
-        return {
-            key: TYPE_NAMES.get(chr(value[0]), "longstr")
-            for key, value in properties._table_entries(table)
-        }
-    except (IndexError, ValueError):
-        return {}
 
 
 # Method (class, method) -> (short strings before the table, whether a bits octet precedes it).

@@ -12,7 +12,9 @@ from typing import Any
 from pamqp import commands, decode
 from pamqp.base import Frame as Method
 
+from rabbitish.engine import erlang_terms
 from rabbitish.engine.errors import FRAME_ERROR, ConnectionError_, frame_error, unexpected_frame
+from rabbitish.protocol.field_types import check_table
 
 FRAME_METHOD = 1
 FRAME_HEADER = 2
@@ -114,66 +116,17 @@ def unexpected_frame_type(ftype: int, payload: bytes) -> ConnectionError_:
 
 def cannot_decode(fields: bytes) -> ConnectionError_:
     """501 for method arguments that do not match the method's layout (Erlang's ``~w``)."""
-    return frame_error(f"cannot decode <<{','.join(map(str, fields))}>>")
+    return frame_error(f"cannot decode {erlang_terms.written_binary(fields)}")
 
 
 def _frame_text(ftype: int, payload: bytes, reason: str | None) -> str:
-    """``type ~tp, ~ts octets = ~tp`` plus ``: ~tp`` of the reason, laid out like Erlang's
-    pretty printer (80 columns), which wraps long binaries and tuples."""
+    """``type ~tp, ~ts octets = ~tp`` plus ``: ~tp`` of the reason."""
     scope, snippet = ("all", payload) if len(payload) <= 16 else ("first 16", payload[:16])
     text = f"type {ftype}, {scope} octets = "
-    text += _pretty_binary(snippet, _column(text))
+    text += erlang_terms.binary(snippet, erlang_terms.column(text))
     if reason is None:
         return text
-    text += ": "
-    return text + _pretty_tagged(reason, _column(text))
-
-
-def _column(text: str) -> int:
-    """1-based column the next character lands in, counted in bytes as Erlang counts them."""
-    return len(text[text.rfind("\n") + 1 :].encode("utf-8", "surrogateescape")) + 1
-
-
-_ESCAPES = {8: "\\b", 9: "\\t", 10: "\\n", 11: "\\v", 12: "\\f", 13: "\\r", 27: "\\e"}
-_ESCAPES |= {34: '\\"', 92: "\\\\"}
-_PRINTABLE = frozenset(range(32, 127)) | frozenset(range(160, 256)) | {8, 9, 10, 11, 12, 13, 27}
-_LINE = 80
-
-
-def _pretty_binary(data: bytes, col: int) -> str:
-    """Erlang ``~tp`` of a binary starting at column `col`. Bytes above 127 are kept as bytes
-    (surrogate escapes; the close encoder writes them back raw), as RabbitMQ sends them."""
-    if data and all(b in _PRINTABLE for b in data):
-        chars = "".join(_ESCAPES.get(b) or chr(b) for b in data)
-        return '<<"' + chars.encode("latin-1").decode("utf-8", "surrogateescape") + '">>'
-    items = [str(b) for b in data]
-    flat = "<<" + ",".join(items) + ">>"
-    if len(flat) < _LINE - col:
-        return flat
-    # Fill as many items per line as fit, continuation lines indented past the "<<".
-    width = max(8, min(_LINE - (col + 2), len(flat) - 4))
-    indent = "\n" + " " * (col + 1)
-    out, room = ["<<"], width
-    for item in items[:-1]:
-        size = len(item) + 1
-        if room - size < 0:
-            out.append(indent)
-            room = width
-        out.append(item + ",")
-        room -= size
-    if len(items[-1]) > room:
-        out.append(indent)
-    out.append(items[-1] + ">>")
-    return "".join(out)
-
-
-def _pretty_tagged(term: str, col: int) -> str:
-    """An atom or a ``{tag,Value}`` tuple: when the tuple does not fit, Erlang keeps the tag on
-    this line and moves the value to the next, indented to `col`."""
-    if not term.startswith("{") or len(term) < _LINE - col:
-        return term
-    tag, _, rest = term.partition(",")
-    return f"{tag},\n{' ' * col}{rest}"
+    return erlang_terms.after(text + ": ", reason)
 
 
 # ---------------------------------------------------------------------- methods
@@ -275,46 +228,6 @@ def _table(payload: bytes, offset: int) -> tuple[dict, int]:
         return decode.field_table(payload[offset:end])[1], end
     except (ValueError, struct.error, IndexError) as err:
         raise MalformedTable(str(err)) from err
-
-
-# Field value types RabbitMQ reads, with their fixed sizes (None: a 32-bit length follows).
-_FIELD_SIZES: dict[int, int | None] = {ord(k): v for k, v in {
-    "t": 1, "b": 1, "B": 1, "s": 2, "u": 2, "U": 2, "I": 4, "i": 4, "l": 8, "L": 8,
-    "f": 4, "d": 8, "D": 5, "T": 8, "V": 0, "S": None, "x": None, "F": None, "A": None,
-}.items()}  # fmt: skip
-
-
-def check_table(buf: bytes, pos: int, end: int) -> None:
-    """Walk a field table's entries between pos and end: every key and value must lie inside,
-    nested tables and arrays too. Raises ValueError otherwise (pamqp does not check)."""
-    while pos < end:
-        pos += 1 + buf[pos]
-        if pos >= end:
-            raise ValueError("table entry runs past the end")
-        pos = _check_value(buf, pos, end)
-
-
-def _check_value(buf: bytes, pos: int, end: int) -> int:
-    kind = buf[pos]
-    if kind not in _FIELD_SIZES:
-        raise ValueError(f"unknown field type {kind}")
-    size = _FIELD_SIZES[kind]
-    if size is not None:
-        pos += 1 + size
-    else:
-        start = pos + 5
-        if start > end:
-            raise ValueError("field length runs past the end")
-        pos = start + _uint32.unpack_from(buf, pos + 1)[0]
-        if kind == ord("F") and pos <= end:
-            check_table(buf, start, pos)
-        elif kind == ord("A") and pos <= end:
-            item = start
-            while item < pos:
-                item = _check_value(buf, item, pos)
-    if pos > end:
-        raise ValueError("field value runs past the end")
-    return pos
 
 
 def method_ids(payload: bytes) -> tuple[int, int]:

@@ -13,6 +13,8 @@ from typing import Any
 
 from pamqp import decode, encode
 
+from rabbitish.protocol.field_types import raw_entries
+
 CONTENT_TYPE = 0x8000
 CONTENT_ENCODING = 0x4000
 HEADERS = 0x2000
@@ -127,53 +129,6 @@ def headers(raw: bytes) -> dict[str, Any]:
     return decode.field_table(raw[start:end])[1]
 
 
-def _raw_entries(table: bytes) -> list[tuple[bytes, bytes]]:
-    """Split an encoded field table (with its length prefix) into (encoded key with its
-    length octet, encoded typed value) pairs, byte-exact."""
-    entries: list[tuple[bytes, bytes]] = []
-    size = _u32.unpack_from(table, 0)[0]
-    pos, end = 4, 4 + size
-    while pos < end:
-        vstart = pos + 1 + table[pos]
-        vend = _value_end(table, vstart)
-        entries.append((table[pos:vstart], table[vstart:vend]))
-        pos = vend
-    return entries
-
-
-def _table_entries(table: bytes) -> list[tuple[str, bytes]]:
-    """Split an encoded field table (with its length prefix) into (key, raw value) pairs."""
-    return [(k[1:].decode("utf-8", "replace"), v) for k, v in _raw_entries(table)]
-
-
-_FIXED = {
-    "t": 1,
-    "b": 1,
-    "B": 1,
-    "U": 2,
-    "u": 2,
-    "s": 2,
-    "I": 4,
-    "i": 4,
-    "L": 8,
-    "l": 8,
-    "f": 4,
-    "d": 8,
-    "D": 5,
-    "T": 8,
-    "V": 0,
-}
-
-
-def _value_end(buf: bytes, pos: int) -> int:
-    kind = chr(buf[pos])
-    if kind in _FIXED:
-        return pos + 1 + _FIXED[kind]
-    if kind in "SxAF":
-        return pos + 5 + _u32.unpack_from(buf, pos + 1)[0]
-    raise ValueError(f"unknown field type {kind!r}")
-
-
 def _encode_value(value: Any) -> bytes:
     """A typed field value the way RabbitMQ writes the values it creates itself: integers as
     'l' (long), strings as 'S', times as 'T' seconds, nested tables and arrays likewise."""
@@ -243,7 +198,7 @@ def with_headers(
     _flags, found = spans(raw)
     if HEADERS in found:
         start, end = found[HEADERS]
-        entries = _raw_entries(raw[start:end])
+        entries = raw_entries(raw[start:end])
     else:
         entries = []
     dropped = {_encode_key(k) for k in remove}

@@ -1,7 +1,12 @@
-"""The single writer: engine changes become SQL statements appended in order; one task writes
-whatever has accumulated as one SQLite transaction and syncs it, so concurrent commits and
-confirms from many channels share one sync (group commit). The event loop only appends; SQLite
-work happens on aiosqlite's thread."""
+"""The single writer. The engine's durable changes become SQL statements queued in order on the
+event loop; one task takes whatever has accumulated and writes it as one SQLite transaction on
+aiosqlite's thread (runs of the same statement as one executemany), so concurrent commits and
+confirms from many channels share one transaction and one sync (group commit). With fsync the
+database runs synchronous=FULL, so the COMMIT returns once the batch is on disk; without it,
+synchronous=OFF. After each batch the task wakes the waiters it covers and lets the pager drop
+the bodies of long queues' messages it has just written (pager.py reads them back, on the event
+loop thread). Recovery fills the engine before this journal is attached, so it journals only
+changes made after start."""
 
 from __future__ import annotations
 
@@ -76,7 +81,6 @@ class SqliteJournal:
         self._db: aiosqlite.Connection | None = None
         self._task: asyncio.Task[None] | None = None
         self._closing = False
-        self.muted = False  # during recovery: the state comes from the database itself
         self.pager: Pager | None = None
         self.lock: DataDirLock | None = None
         self._page_candidates: list[Message] = []
@@ -114,8 +118,6 @@ class SqliteJournal:
 
     # ------------------------------------------------------------------ writer
     def _op(self, sql: str, params: tuple[Any, ...]) -> None:
-        if self.muted:
-            return
         self._ops.append((sql, params))
         self.position += 1
         self._wake.set()
@@ -285,11 +287,3 @@ class SqliteJournal:
     def message_delivered(self, queue: Queue, entry: QueueEntry) -> None:
         if queue.durable and entry.message.persistent:
             self._op(_MARK_DELIVERED, (queue.vhost.name, queue.name, entry.seq))
-
-    def queue_purged(self, queue: Queue) -> None:
-        if queue.durable:
-            self._op(
-                "DELETE FROM queue_messages WHERE vhost = ? AND queue = ?",
-                (queue.vhost.name, queue.name),
-            )
-            self._op(_DELETE_ALL_ORPHANS, ())

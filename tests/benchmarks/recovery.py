@@ -8,51 +8,13 @@ until it accepts AMQP connections and the process's resident memory once it does
 from __future__ import annotations
 
 import argparse
-import socket
-import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
 
 import pika
 
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _start(data_dir: Path) -> tuple[subprocess.Popen[bytes], str, float]:
-    port = _free_port()
-    url = f"amqp://guest:guest@127.0.0.1:{port}/%2F"
-    started = time.perf_counter()
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "rabbitish",
-            "serve",
-            "--port",
-            str(port),
-            "--data-dir",
-            str(data_dir),
-            "--fsync",
-            "never",
-            "--management-port",
-            "0",
-        ],
-        stderr=subprocess.DEVNULL,
-    )
-    while True:
-        try:
-            pika.BlockingConnection(pika.URLParameters(url)).close()
-            return proc, url, time.perf_counter() - started
-        except pika.exceptions.AMQPConnectionError:
-            if proc.poll() is not None:
-                raise SystemExit("broker exited") from None
-            time.sleep(0.01)
+from tests.support.broker_process import BrokerProcess
 
 
 def _rss_mib(pid: int) -> float:
@@ -87,23 +49,23 @@ def main() -> None:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         data_dir = Path(tmp) / "data"
-        proc, url, _ = _start(data_dir)
-        t0 = time.perf_counter()
-        fill(url, args.messages, args.body, args.queues)
-        fill_s = time.perf_counter() - t0
-        idle_rss = _rss_mib(proc.pid)
-        proc.terminate()
-        proc.wait(30)
-        proc, url, startup = _start(data_dir)
-        rss = _rss_mib(proc.pid)
-        conn = pika.BlockingConnection(pika.URLParameters(url))
-        count = sum(
-            conn.channel().queue_declare(f"recovery-{i}", passive=True).method.message_count
-            for i in range(args.queues)
-        )
-        conn.close()
-        proc.terminate()
-        proc.wait(30)
+        with BrokerProcess("--fsync", "never", data_dir=data_dir) as broker:
+            assert broker.proc is not None
+            t0 = time.perf_counter()
+            fill(broker.url, args.messages, args.body, args.queues)
+            fill_s = time.perf_counter() - t0
+            idle_rss = _rss_mib(broker.proc.pid)
+            broker.stop()
+            t0 = time.perf_counter()
+            broker.start(timeout=600)
+            startup = time.perf_counter() - t0
+            rss = _rss_mib(broker.proc.pid)
+            conn = pika.BlockingConnection(pika.URLParameters(broker.url))
+            count = sum(
+                conn.channel().queue_declare(f"recovery-{i}", passive=True).method.message_count
+                for i in range(args.queues)
+            )
+            conn.close()
         db_mib = sum(f.stat().st_size for f in data_dir.iterdir()) / 2**20
     print(f"messages on disk:        {count:,} ({args.body} B bodies, {db_mib:,.0f} MiB data dir)")
     print(f"fill (tx of 1000):       {fill_s:.1f} s; RSS before restart {idle_rss:,.0f} MiB")

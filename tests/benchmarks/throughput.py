@@ -14,7 +14,7 @@ import time
 
 from pamqp import commands
 
-from tests.benchmarks.tx_commits import rabbitish_process
+from tests.support.broker_process import BrokerProcess
 from tests.support.raw_amqp import RawClient, content_header_frame, method_frame, raw_frame
 
 _HEADER = struct.Struct(">BHI")
@@ -92,8 +92,8 @@ def main() -> None:
         for url in args.url:
             measure(url, url)
     else:
-        with rabbitish_process() as url:
-            measure("rabbitish", url)
+        with BrokerProcess() as broker:
+            measure("rabbitish", broker.url)
         from tests.support.real_rabbitmq import rabbitmq_available, real_rabbitmq
 
         if rabbitmq_available():

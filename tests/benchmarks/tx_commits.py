@@ -10,15 +10,11 @@ both in one table so the figures compare like for like.
 from __future__ import annotations
 
 import argparse
-import contextlib
-import os
-import socket
-import subprocess
-import sys
 import time
-from collections.abc import Iterator
 
 import pika
+
+from tests.support.broker_process import BrokerProcess
 
 
 def run_case(url: str, per_commit: int, seconds: float, persistent: bool) -> tuple[int, float]:
@@ -52,42 +48,6 @@ def measure(name: str, url: str, seconds: float, persistent: bool) -> list[str]:
     return [name, f"{single:,.0f} commits/s", f"{batched:,.0f} msgs/s"]
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-@contextlib.contextmanager
-def rabbitish_process() -> Iterator[str]:
-    port = _free_port()
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "rabbitish",
-            "serve",
-            "--port",
-            str(port),
-            "--data-dir",
-            ":memory:",
-            "--management-port",
-            "0",
-        ],
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline:
-            with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), 0.2):
-                break
-            time.sleep(0.05)
-        yield f"amqp://guest:guest@127.0.0.1:{port}/%2F"
-    finally:
-        proc.terminate()
-        proc.wait(10)
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--url", action="append", help="broker URL (repeatable)")
@@ -99,9 +59,8 @@ def main() -> None:
         for url in args.url:
             rows.append(measure(url, url, args.seconds, args.persistent))
     else:
-        with rabbitish_process() as url:
-            rows.append(measure("rabbitish", url, args.seconds, args.persistent))
-        sys.path.insert(0, os.getcwd())
+        with BrokerProcess() as broker:
+            rows.append(measure("rabbitish", broker.url, args.seconds, args.persistent))
         from tests.support.real_rabbitmq import rabbitmq_available, real_rabbitmq
 
         if rabbitmq_available():

@@ -7,74 +7,21 @@ from __future__ import annotations
 
 import os
 import random
-import signal
-import subprocess
-import sys
 import threading
 import time
 from collections import defaultdict
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import pika
 import pika.exceptions
 import pytest
 
-from tests.support.clients import free_port as _free_port
+from tests.support.broker_process import BrokerProcess
 
 QUEUES = ("crash-a", "crash-b", "crash-c")
 PUBLISHERS = 3
 ROUNDS = int(os.environ.get("RABBITISH_CRASH_ROUNDS", "20"))
 PERSISTENT = pika.BasicProperties(delivery_mode=2)
-
-
-class BrokerProcess:
-    def __init__(self, data_dir: Path) -> None:
-        self.data_dir = data_dir
-        self.port = _free_port()
-        self.log = data_dir.parent / "broker.log"
-        self.proc: subprocess.Popen[bytes] | None = None
-
-    @property
-    def url(self) -> str:
-        return f"amqp://guest:guest@127.0.0.1:{self.port}/%2F?heartbeat=0&connection_attempts=1"
-
-    def start(self) -> None:
-        self.proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "rabbitish",
-                "serve",
-                "--port",
-                str(self.port),
-                "--management-port",
-                "0",
-                "--data-dir",
-                str(self.data_dir),
-            ],
-            stderr=self.log.open("ab"),
-        )
-        deadline = time.monotonic() + 15
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"broker exited: {self.log.read_text()}")
-            try:
-                pika.BlockingConnection(pika.URLParameters(self.url)).close()
-                return
-            except pika.exceptions.AMQPConnectionError:
-                time.sleep(0.02)
-        raise TimeoutError("broker did not come up")
-
-    def kill(self) -> None:
-        assert self.proc is not None
-        self.proc.send_signal(signal.SIGKILL)
-        self.proc.wait(10)
-
-    def stop(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.terminate()
-            self.proc.wait(10)
 
 
 @dataclass
@@ -240,16 +187,21 @@ def reconcile(ledger: Ledger, contents: dict[str, list[tuple[str, bool]]]) -> No
 @pytest.mark.timeout(600)
 def test_kill_9_at_random_moments(tmp_path):
     rng = random.Random(int(os.environ.get("RABBITISH_CRASH_SEED", "1234")))
-    broker = BrokerProcess(tmp_path / "data")
+    broker = BrokerProcess(
+        data_dir=tmp_path / "data",
+        log=tmp_path / "broker.log",
+        keep_port=True,  # clients reconnect to the same URL after every restart
+        url_query="?heartbeat=0&connection_attempts=1",
+    )
     ledger = Ledger()
     counters = {f"p{i}": [0] for i in range(PUBLISHERS)}
-    broker.start()
-    conn = pika.BlockingConnection(pika.URLParameters(broker.url))
-    ch = conn.channel()
-    for queue in QUEUES:
-        ch.queue_declare(queue, durable=True)
-    conn.close()
     try:
+        broker.start()
+        conn = pika.BlockingConnection(pika.URLParameters(broker.url))
+        ch = conn.channel()
+        for queue in QUEUES:
+            ch.queue_declare(queue, durable=True)
+        conn.close()
         for _round in range(ROUNDS):
             stop = threading.Event()
             threads = [
@@ -285,4 +237,4 @@ def test_kill_9_at_random_moments(tmp_path):
             reconcile(ledger, read_queues(broker.url))
         assert sum(len(ms) for ms in ledger.present.values()) > 0
     finally:
-        broker.stop()
+        broker.close()

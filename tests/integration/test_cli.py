@@ -6,12 +6,7 @@ from __future__ import annotations
 
 import json
 import os
-import signal
-import socket
 import subprocess
-import sys
-import time
-from pathlib import Path
 from typing import Any
 
 import aio_pika
@@ -23,10 +18,9 @@ from rabbitish.cli import docs
 from rabbitish.cli.commands import cli
 from typer.testing import CliRunner
 
+from tests.support.broker_process import SCRIPT, BrokerProcess
 from tests.support.clients import blocking_connection as _pika
-from tests.support.clients import free_port as _free_port
-
-BIN = Path(sys.executable).parent / "rabbitish"
+from tests.support.ports import ReservedPort
 
 
 @pytest.fixture(scope="module")
@@ -258,18 +252,19 @@ def test_watch_refreshes_a_queue_table(url, broker_url, uid):
 
 # ---------------------------------------------------------------------- failures
 def test_unreachable_broker_and_bad_credentials(url):
-    port = _free_port()
-    result = run("queues", "--url", f"http://127.0.0.1:{port}")
-    assert result.exit_code == 3
-    assert result.stderr == (
-        f"error: cannot reach the management API at http://127.0.0.1:{port} "
-        "(connection refused); is the broker running with its management port?\n"
-    )
-    assert result.stdout == ""
+    with ReservedPort() as nothing_listens:  # bound but not listening: connections are refused
+        port = nothing_listens.port
+        result = run("queues", "--url", f"http://127.0.0.1:{port}")
+        assert result.exit_code == 3
+        assert result.stderr == (
+            f"error: cannot reach the management API at http://127.0.0.1:{port} "
+            "(connection refused); is the broker running with its management port?\n"
+        )
+        assert result.stdout == ""
+        env = {"RABBITISH_URL": f"http://127.0.0.1:{port}"}
+        assert CliRunner(env=env).invoke(cli, ["tx"]).exit_code == 3
     wrong = run("queues", "--url", url.replace("guest:guest", "guest:wrong"))
     assert (wrong.exit_code, wrong.stderr) == (4, "error: 401 not_authorized: Login failed\n")
-    from_env = CliRunner(env={"RABBITISH_URL": f"http://127.0.0.1:{port}"}).invoke(cli, ["tx"])
-    assert from_env.exit_code == 3
 
 
 def test_help_and_docs_are_current():
@@ -282,41 +277,24 @@ def test_help_and_docs_are_current():
 
 # ---------------------------------------------------------------------- real processes
 def test_serve_and_queues_as_processes(uid):
-    amqp, http = _free_port(), _free_port()
-    serve = subprocess.Popen(
-        [str(BIN), "serve", "--port", str(amqp), "--management-port", str(http),
-         "--data-dir", ":memory:"],
-        stderr=subprocess.PIPE,
-        text=True,
-    )  # fmt: skip
-    try:
-        deadline = time.monotonic() + 10
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", http), timeout=1).close()
-                break
-            except OSError:
-                assert serve.poll() is None and time.monotonic() < deadline
-                time.sleep(0.01)
-        connection = _pika(f"amqp://guest:guest@127.0.0.1:{amqp}/%2F")
+    with (
+        ReservedPort() as http,
+        BrokerProcess("--management-port", str(http.port), command=SCRIPT) as serve,
+    ):
+        assert serve.management_port == http.port
+        connection = _pika(serve.url)
         connection.channel().queue_declare(uid)
         connection.close()
-        env = {**os.environ, "RABBITISH_URL": f"http://guest:guest@127.0.0.1:{http}"}
+        env = {**os.environ, "RABBITISH_URL": f"http://guest:guest@127.0.0.1:{http.port}"}
         listed = subprocess.run(
-            [str(BIN), "queues", "--json"], capture_output=True, text=True, env=env, timeout=30
+            [*SCRIPT, "queues", "--json"], capture_output=True, text=True, env=env, timeout=30
         )
         assert listed.returncode == 0, listed.stderr
         assert [q["name"] for q in json.loads(listed.stdout)] == [uid]
-        serve.send_signal(signal.SIGTERM)
-        _, stderr = serve.communicate(timeout=10)
-        assert serve.returncode == 0
-        assert f"management API on http://127.0.0.1:{http}" in stderr
-        down = subprocess.run([str(BIN), "queues"], capture_output=True, text=True, env=env)
+        assert serve.stop() == 0
+        assert f"management API on http://127.0.0.1:{http.port}" in serve.output()
+        down = subprocess.run([*SCRIPT, "queues"], capture_output=True, text=True, env=env)
         assert down.returncode == 3 and down.stderr.startswith("error: cannot reach")
-    finally:
-        if serve.poll() is None:
-            serve.kill()
-            serve.communicate()
 
 
 def test_serve_reports_recovery_progress(tmp_path):
@@ -333,25 +311,12 @@ def test_serve_reports_recovery_progress(tmp_path):
             channel.basic_publish("", "backlog", b"x", persistent)
         channel.tx_commit()
         connection.close()
-    amqp = _free_port()
-    serve = subprocess.Popen(
-        [str(BIN), "serve", "--port", str(amqp), "--management-port", "0",
-         "--data-dir", str(tmp_path)],
-        stderr=subprocess.PIPE,
-        text=True,
-    )  # fmt: skip
-    try:
-        progress = serve.stderr.readline()
-        ready = serve.stderr.readline()
+    with BrokerProcess(data_dir=tmp_path, command=SCRIPT) as serve:
+        progress, ready = serve.output().splitlines()[:2]
         assert "recovering messages: 10000 of 10000" in progress
-        assert f"accepting AMQP 0-9-1 connections on 127.0.0.1:{amqp}" in ready
-        connection = _pika(f"amqp://guest:guest@127.0.0.1:{amqp}/%2F")
+        assert f"accepting AMQP 0-9-1 connections on 127.0.0.1:{serve.port} " in ready
+        connection = _pika(serve.url)
         count = connection.channel().queue_declare("backlog", passive=True).method.message_count
         assert count == 10_000
         connection.close()
-        serve.send_signal(signal.SIGTERM)
-        assert serve.wait(timeout=10) == 0
-    finally:
-        if serve.poll() is None:
-            serve.kill()
-        serve.communicate()
+        assert serve.stop() == 0

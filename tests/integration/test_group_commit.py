@@ -6,9 +6,6 @@ or a clean restart."""
 from __future__ import annotations
 
 import asyncio
-import signal
-import subprocess
-import sys
 import threading
 import time
 from collections import defaultdict
@@ -22,48 +19,21 @@ from pamqp.commands import Basic
 
 import rabbitish
 from rabbitish.testing import running_broker
-from tests.support.clients import free_port as _free_port
+from tests.support.broker_process import BrokerProcess
 from tests.support.clients import pika_channel as _channel
-from tests.support.raw_amqp import RawClient
+from tests.support.waiting import wait_until
 
 PERSISTENT = Basic.Properties(delivery_mode=2)
 CONNECTIONS = 20
 COMMITS_EACH = 10
 
 
-class BrokerProcess:
-    """`python -m rabbitish serve` on a data dir, to be killed with SIGKILL."""
-
-    def __init__(self, data_dir: Path, fsync: str = "always") -> None:
-        self.data_dir, self.fsync = data_dir, fsync
-        self.port = _free_port()
-        self.proc: subprocess.Popen[bytes] | None = None
-        self.url = f"amqp://guest:guest@127.0.0.1:{self.port}/%2F?heartbeat=0"
-
-    def start(self) -> BrokerProcess:
-        args = ["--port", str(self.port), "--data-dir", str(self.data_dir), "--fsync", self.fsync]
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "rabbitish", "serve", *args], stderr=subprocess.DEVNULL
-        )
-        deadline = time.monotonic() + 15
-        while True:
-            try:
-                RawClient(self.url, timeout=1).open().close()
-                return self
-            except OSError:
-                if self.proc.poll() is not None or time.monotonic() > deadline:
-                    raise
-                time.sleep(0.01)
-
-    def kill(self) -> None:
-        assert self.proc is not None
-        self.proc.send_signal(signal.SIGKILL)
-        self.proc.wait(10)
-
-    def stop(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.terminate()
-            self.proc.wait(10)
+def _serve(data_dir: Path, fsync: str) -> BrokerProcess:
+    """`python -m rabbitish serve` on a data dir, to be killed with SIGKILL and restarted on the
+    same port."""
+    return BrokerProcess(
+        "--fsync", fsync, data_dir=data_dir, keep_port=True, url_query="?heartbeat=0"
+    ).start()
 
 
 # ---------------------------------------------------------------------- group commit
@@ -208,7 +178,7 @@ def _read_all(url: str, queues: tuple[str, ...]) -> dict[str, list[tuple[str, bo
 
 def test_every_confirmed_message_survives_kill_9(tmp_path, uid):
     queues = (f"{uid}-a", f"{uid}-b")
-    broker = BrokerProcess(tmp_path / "data", fsync="always").start()
+    broker = _serve(tmp_path / "data", fsync="always")
     try:
         conn = pika.BlockingConnection(pika.URLParameters(broker.url))
         for queue in queues:
@@ -225,17 +195,17 @@ def test_every_confirmed_message_survives_kill_9(tmp_path, uid):
         ]
         for thread in threads:
             thread.start()
-        deadline = time.monotonic() + 5
-        while min(len(log["confirmed"]) for log in logs.values()) < 50:
-            assert time.monotonic() < deadline, "publishers too slow"
-            time.sleep(0.01)
+        wait_until(
+            lambda: min(len(log["confirmed"]) for log in logs.values()) >= 50,
+            message="publishers too slow",
+        )
         broker.kill()
         for thread in threads:
             thread.join(10)
         broker.start()
         found = _read_all(broker.url, queues)
     finally:
-        broker.stop()
+        broker.close()
     everything = [mid for items in found.values() for mid, _ in items]
     assert len(everything) == len(set(everything)), "duplicates after restart"
     for name, log in logs.items():
@@ -254,7 +224,7 @@ def test_every_confirmed_message_survives_kill_9(tmp_path, uid):
 @pytest.mark.parametrize("fsync", ["always", "never"])
 def test_kill_9_aborts_open_transactions_and_drops_exclusive_queues(tmp_path, uid, fsync):
     """A process crash loses nothing committed even without fsync (the OS still has it)."""
-    broker = BrokerProcess(tmp_path / "data", fsync=fsync).start()
+    broker = _serve(tmp_path / "data", fsync=fsync)
     exclusive = f"{uid}-excl"
     try:
         conn = pika.BlockingConnection(pika.URLParameters(broker.url))
@@ -283,7 +253,7 @@ def test_kill_9_aborts_open_transactions_and_drops_exclusive_queues(tmp_path, ui
         assert info.value.reply_code == 404
         check.close()
     finally:
-        broker.stop()
+        broker.close()
     assert [mid for mid, _ in found[uid]] == ["c1", "c2", "c3"]
 
 

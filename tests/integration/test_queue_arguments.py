@@ -18,7 +18,8 @@ import pika.exceptions
 import pytest
 from pamqp import commands
 
-from tests.support.clients import bodies, channel_error, wait_until
+from tests.support.clients import bodies, channel_error
+from tests.support.waiting import wait_until
 
 
 @contextmanager
@@ -95,6 +96,9 @@ def test_per_message_expiration(amqp_url, uid):
         ("10 ", '{leftover_string," "}'),
         (" 10", "no_integer"),
         ("315360000001", "{value_too_large,315360000001}"),
+        # ~p breaks the tuple once the text would reach column 79.
+        ("0" * 13 + "315360000001", "{value_too_large,315360000001}"),
+        ("0" * 14 + "315360000001", "{value_too_large,\n" + " " * 50 + "315360000001}"),
     ],
 )
 def test_invalid_expiration(amqp_url, uid, expiration, detail):

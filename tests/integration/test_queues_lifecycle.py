@@ -14,7 +14,8 @@ import pytest
 from tests.support.clients import channel_error
 from tests.support.clients import pika_channel as channel
 from tests.support.clients import pika_connection as connection
-from tests.support.queues import LOCKED, queue_exists, short, wait_until
+from tests.support.queues import LOCKED, queue_exists, short
+from tests.support.waiting import wait_until
 
 # ---------------------------------------------------------------------- exclusive
 EXCLUSIVE_OPERATIONS = {

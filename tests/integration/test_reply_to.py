@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import re
-import time
 
 import aio_pika
 import aiormq
@@ -14,17 +13,11 @@ import pika.exceptions
 import pytest
 
 from tests.support.clients import blocking_connection as _pika
+from tests.support.clients import pika_wait as _wait
 
 REPLY_TO = "amq.rabbitmq.reply-to"
 # amq.rabbitmq.reply-to.<base64 of the channel's Erlang pid>.<base64 of a 16-byte key>
 REPLY_NAME = re.compile(r"amq\.rabbitmq\.reply-to\.[A-Za-z0-9+/]+={0,2}\.[A-Za-z0-9+/]{22}==")
-
-
-def _wait(predicate, conn: pika.BlockingConnection, timeout: float = 5.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        assert time.monotonic() < deadline, "condition not met in time"
-        conn.process_data_events(time_limit=0.02)
 
 
 async def test_rpc_with_aio_pika_requester_and_aiormq_responder(amqp_url, uid):

@@ -4,15 +4,12 @@ processes, and the embedding APIs `rabbitish.Broker` and `rabbitish.running_brok
 from __future__ import annotations
 
 import asyncio
-import os
 import signal
 import socket
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from pathlib import Path
 
 import aio_pika
 import aiormq
@@ -21,113 +18,102 @@ import pika.exceptions
 import pytest
 
 import rabbitish
-from tests.support.clients import free_port as _free_port
+from rabbitish.config import FSYNC_MODES
+from tests.support.broker_process import MODULE, SCRIPT, BrokerProcess
 from tests.support.raw_amqp import RawClient
 
 SHUTDOWN = (320, "CONNECTION_FORCED - broker forced connection closure with reason 'shutdown'")
-BIN = Path(sys.executable).parent
-COMMANDS = {
-    "script": [str(BIN / "rabbitish")],
-    "module": [sys.executable, "-m", "rabbitish"],
-}
+COMMANDS = {"script": SCRIPT, "module": MODULE}
 
 
 @contextmanager
-def serving(kind: str, *extra: str) -> Iterator[tuple[subprocess.Popen[str], str, float]]:
-    """Start the broker process; yield it, its URL and how long until a client completed the
-    AMQP handshake. The process is stopped (and reaped) on exit."""
-    port = _free_port()
-    url = f"amqp://guest:guest@127.0.0.1:{port}/%2F"
-    args = [
-        *COMMANDS[kind],
-        "serve",
-        "--port",
-        str(port),
-        "--data-dir",
-        ":memory:",
-        "--management-port",
-        "0",
-        *extra,
-    ]
+def serving(kind: str, *extra: str) -> Iterator[tuple[BrokerProcess, float]]:
+    """Start the broker process on a port of its choosing; yield it and how long until a client
+    completed the AMQP handshake. The process is stopped on exit."""
     started = time.monotonic()
-    proc = subprocess.Popen(args, stderr=subprocess.PIPE, text=True, cwd=os.getcwd())
-    try:
-        deadline = started + 10
-        while True:
-            try:
-                RawClient(url, timeout=1).open().close()
-                break
-            except OSError:
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    raise
-                time.sleep(0.002)
-        yield proc, url, time.monotonic() - started
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-        proc.communicate(timeout=10)
+    with BrokerProcess(*extra, command=COMMANDS[kind]) as broker:
+        RawClient(broker.url, timeout=1).open().close()
+        yield broker, time.monotonic() - started
 
 
 @pytest.mark.parametrize("kind", list(COMMANDS))
 def test_serve_accepts_connections_within_half_a_second(kind):
-    with serving(kind) as (proc, url, elapsed):
+    with serving(kind) as (broker, elapsed):
         assert elapsed < 0.5, f"first handshake after {elapsed:.3f} s"
-        proc.send_signal(signal.SIGTERM)
-        _, stderr = proc.communicate(timeout=10)
-    assert proc.returncode == 0
-    lines = stderr.splitlines()
-    assert len(lines) == 1, stderr
-    assert f"127.0.0.1:{url.rsplit(':', 1)[1].split('/')[0]}" in lines[0]
+        broker.send_signal(signal.SIGTERM)
+        assert broker.wait() == 0
+        lines = broker.output().splitlines()
+    assert len(lines) == 1, lines
+    assert f"127.0.0.1:{broker.port} " in lines[0]
 
 
 @pytest.mark.parametrize(("kind", "sig"), [("script", signal.SIGINT), ("module", signal.SIGTERM)])
 def test_signal_closes_clients_with_320_and_exits_0(kind, sig):
-    with serving(kind) as (proc, url, _):
-        connection = pika.BlockingConnection(pika.URLParameters(url))
+    with serving(kind) as (broker, _):
+        connection = pika.BlockingConnection(pika.URLParameters(broker.url))
         channel = connection.channel()
         channel.queue_declare("", exclusive=True)
-        proc.send_signal(sig)
+        broker.send_signal(sig)
         with pytest.raises(pika.exceptions.ConnectionClosedByBroker) as info:
             deadline = time.monotonic() + 5
             while time.monotonic() < deadline:
                 connection.process_data_events(time_limit=0.1)
         assert (info.value.reply_code, info.value.reply_text) == SHUTDOWN
-        assert proc.wait(timeout=5) == 0
+        assert broker.wait(timeout=5) == 0
 
 
 def test_serve_options_and_host(tmp_path):
-    with serving("module", "--host", "127.0.0.1", "--fsync", "never") as (proc, url, _):
-        connection = pika.BlockingConnection(pika.URLParameters(url))
+    with serving("module", "--host", "127.0.0.1", "--fsync", "never") as (broker, _):
+        connection = pika.BlockingConnection(pika.URLParameters(broker.url))
         assert connection.channel().is_open
         connection.close()
-        proc.send_signal(signal.SIGTERM)
-        assert proc.wait(timeout=5) == 0
+        broker.send_signal(signal.SIGTERM)
+        assert broker.wait(timeout=5) == 0
 
 
 def test_bad_option_exits_2():
-    result = subprocess.run(
-        [*COMMANDS["module"], "serve", "--no-such-option"], capture_output=True, text=True
-    )
+    result = subprocess.run([*MODULE, "serve", "--no-such-option"], capture_output=True, text=True)
     assert result.returncode == 2
     assert "--no-such-option" in result.stderr
 
 
-def test_fast_path_and_full_cli_take_the_same_options():
+def test_fast_path_and_full_cli_take_the_same_options(monkeypatch):
     """`serve` is parsed by argparse on the fast path and declared in typer for --help: the
-    two must not drift apart."""
+    two must not drift apart, neither in option names nor in the values a choice accepts."""
     import typer.main
+    from rabbitish.cli import serve
     from rabbitish.cli.commands import cli
-    from rabbitish.cli.serve import parser
+    from typer.testing import CliRunner
 
-    fast = {opt for action in parser()._actions for opt in action.option_strings} - {"-h", "--help"}
+    actions = [
+        action for action in serve.parser()._actions if "--help" not in action.option_strings
+    ]
+    fast = {opt for action in actions for opt in action.option_strings}
     command = typer.main.get_command(cli).commands["serve"]  # type: ignore[attr-defined]
-    full = {opt for param in command.params for opt in param.opts}
+    full = {opt for param in command.params for opt in param.opts} - {"--help"}
     assert fast == full
+    choices = {
+        action.option_strings[0]: tuple(action.choices) for action in actions if action.choices
+    }
+    assert choices == {"--fsync": FSYNC_MODES}
+    started: list[str] = []
+    monkeypatch.setattr(serve, "run", lambda config: started.append(config.fsync) or 0)
+    for option, accepted in choices.items():
+        for value in (*accepted, "sometimes", accepted[0].upper(), ""):
+            try:
+                serve.parser().parse_args([option, value])
+                fast_accepts = True
+            except SystemExit:
+                fast_accepts = False
+            result = CliRunner().invoke(cli, ["serve", option, value])
+            assert result.exit_code in (0, 2), result.output
+            assert (result.exit_code == 0) == fast_accepts == (value in accepted), (option, value)
+    assert started == list(FSYNC_MODES)
 
 
 def test_serve_help_lists_the_options():
     result = subprocess.run(
-        [*COMMANDS["script"], "serve", "--help"], capture_output=True, text=True, timeout=30
+        [*SCRIPT, "serve", "--help"], capture_output=True, text=True, timeout=30
     )
     assert result.returncode == 0
     for option in ("--host", "--port", "--data-dir", "--fsync"):

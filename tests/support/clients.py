@@ -1,9 +1,9 @@
 """Small client-side helpers shared by the integration tests: pika connections and channels that
-always get closed, the (code, text) of a channel the broker closed, polling, free ports."""
+always get closed, the (code, text) of a channel the broker closed, pika I/O until a condition
+holds."""
 
 from __future__ import annotations
 
-import socket
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -48,14 +48,6 @@ def channel_error(fn: Callable[[], Any]) -> tuple[int, str]:
     return info.value.reply_code, info.value.reply_text
 
 
-def wait_until(predicate: Callable[[], bool], timeout: float = 5.0) -> None:
-    """Poll `predicate` until it holds; fail after `timeout` seconds."""
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        assert time.monotonic() < deadline, "condition not met in time"
-        time.sleep(0.01)
-
-
 def pika_wait(
     predicate: Callable[[], bool], conn: pika.BlockingConnection, timeout: float = 5.0
 ) -> None:
@@ -64,13 +56,6 @@ def pika_wait(
     while not predicate():
         assert time.monotonic() < deadline, "condition not met in time"
         conn.process_data_events(time_limit=0.05)
-
-
-def free_port() -> int:
-    """Ask the kernel for a free ephemeral port (small race accepted)."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def bodies(ch: Any, queue: str) -> list[bytes]:

@@ -1,9 +1,8 @@
-"""Helpers for the restart tests: persistent and transient properties, draining a queue, a
-channel error and polling."""
+"""Helpers for the restart tests: persistent and transient properties, draining a queue and a
+channel error."""
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 import pika
@@ -36,12 +35,3 @@ def refused(url: str, action: Any) -> tuple[int, str]:
     with channel(url) as ch, pytest.raises(pika.exceptions.ChannelClosedByBroker) as info:
         action(ch)
     return info.value.reply_code, info.value.reply_text
-
-
-def poll(condition: Any, timeout: float = 5.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = condition()
-        if value or time.monotonic() > deadline:
-            return value
-        time.sleep(0.01)

@@ -1,30 +1,22 @@
 """Helpers for the management API tests: an HTTP client for one broker's API (urllib), the
-RabbitMQ node with fast statistics those tests compare against, request bodies and polling."""
+RabbitMQ node with fast statistics those tests compare against, request bodies."""
 
 from __future__ import annotations
 
 import base64
 import contextlib
 import json
-import shutil
-import tempfile
-import time
 import urllib.error
 import urllib.request
-import uuid
-from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 from urllib.parse import quote
 
 import pika
 import pika.exceptions
 
-from tests.support.clients import free_port
-from tests.support.real_rabbitmq import RealRabbit, _packaged_version
-
-T = TypeVar("T")
+from tests.support.real_rabbitmq import RealRabbit, real_rabbitmq
+from tests.support.waiting import wait_until
 
 GUEST = {"Authorization": "Basic " + base64.b64encode(b"guest:guest").decode()}
 
@@ -91,17 +83,6 @@ def q(name: str) -> str:
     return quote(name, safe="")
 
 
-def wait_for(check: Callable[[], T], timeout: float = 5.0) -> T:
-    """Poll until `check()` is truthy (RabbitMQ's statistics arrive a moment late)."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = check()
-        if value or time.monotonic() > deadline:
-            assert value, "condition not met in time"
-            return value
-        time.sleep(0.05)
-
-
 # ---------------------------------------------------------------------- brokers
 class _FastStatsRabbit(RealRabbit):
     """A RabbitMQ whose management statistics refresh every second instead of every 5 s (the
@@ -115,25 +96,8 @@ class _FastStatsRabbit(RealRabbit):
                 conf.write(f"management.sample_retention_policies.{section}.minute = 1\n")
 
 
-@contextlib.contextmanager
-def rabbitmq_with_management() -> Iterator[RealRabbit]:
-    data_dir = Path(tempfile.mkdtemp(prefix="rabbitish-rmq-mgmt-"))
-    port = free_port()
-    node = _FastStatsRabbit(
-        port=port,
-        url=f"amqp://guest:guest@127.0.0.1:{port}/%2F",
-        management_port=free_port(),
-        version=_packaged_version(),
-        data_dir=data_dir,
-        dist_port=free_port(),
-        nodename=f"rabbitish-mgmt-{uuid.uuid4().hex[:12]}@localhost",
-    )
-    try:
-        node.start()
-        yield node
-    finally:
-        node.stop()
-        shutil.rmtree(data_dir, ignore_errors=True)
+def rabbitmq_with_management() -> contextlib.AbstractContextManager[RealRabbit]:
+    return real_rabbitmq(enable_management=True, node_class=_FastStatsRabbit)
 
 
 def amqp_connection(api: Api, name: str | None = None) -> pika.BlockingConnection:
@@ -150,7 +114,7 @@ def ready(api: Api, queue: str, count: int) -> dict[str, Any]:
         doc = api.ok("GET", f"/api/queues/%2F/{q(queue)}")
         return doc if doc.get("messages_ready") == count else None
 
-    return wait_for(check)
+    return wait_until(check)
 
 
 # ---------------------------------------------------------------------- publish and get

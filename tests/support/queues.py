@@ -1,10 +1,7 @@
 """Helpers for the queue tests: the RESOURCE_LOCKED text, short unique names, whether a queue
-exists, and polling."""
+exists."""
 
 from __future__ import annotations
-
-import time
-from collections.abc import Callable
 
 import pika
 import pika.exceptions
@@ -31,10 +28,3 @@ def queue_exists(url: str, name: str) -> bool:
             assert error.reply_code in (404, 405)
             return error.reply_code == 405
         return True
-
-
-def wait_until(predicate: Callable[[], bool], timeout: float = 5.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        assert time.monotonic() < deadline, "condition not met in time"
-        time.sleep(0.02)

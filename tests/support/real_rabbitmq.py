@@ -21,7 +21,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tests.support.clients import free_port
+from tests.support.ports import ReservedPort
+from tests.support.waiting import wait_until
 
 RABBITMQ_SERVER = Path("/usr/lib/rabbitmq/bin/rabbitmq-server")
 RABBITMQ_LIB = Path("/usr/lib/rabbitmq/lib")
@@ -31,7 +32,7 @@ _POLL_INTERVAL = 0.1
 
 
 class RealRabbitError(RuntimeError):
-    """Raised when the node fails to start; carries the tail of its output."""
+    """Raised when the node exits while starting; carries the tail of its output."""
 
 
 def rabbitmq_available() -> bool:
@@ -52,6 +53,14 @@ def _tail(path: Path, lines: int = 40) -> str:
         return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
     except OSError:
         return "<no output>"
+
+
+def _listening(port: int) -> bool:
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=1):
+            return True
+    except OSError:
+        return False
 
 
 @dataclass
@@ -138,16 +147,18 @@ class RealRabbit:
             raise
 
     def _wait_ready(self) -> None:
-        """Poll TCP then a full AMQP handshake; the port opens before auth works."""
+        """Poll TCP then a full AMQP handshake (the port opens before auth works), then the
+        management port if there is one."""
         import pika  # local import: only needed when a node is really started
         import pika.exceptions
 
-        deadline = time.monotonic() + START_TIMEOUT
+        started = time.monotonic()
         params = pika.URLParameters(
             self.url + "?connection_attempts=1&socket_timeout=2&blocked_connection_timeout=2"
         )
-        last_error: BaseException | None = None
-        while time.monotonic() < deadline:
+        last_error: list[BaseException] = []
+
+        def handshake() -> pika.BlockingConnection | None:
             assert self._proc is not None
             if self._proc.poll() is not None:
                 raise RealRabbitError(
@@ -157,37 +168,36 @@ class RealRabbit:
             try:
                 with socket.create_connection(("127.0.0.1", self.port), timeout=1):
                     pass
-                conn = pika.BlockingConnection(params)
+                return pika.BlockingConnection(params)
             except (OSError, pika.exceptions.AMQPError) as exc:  # not up yet
-                last_error = exc
-                time.sleep(_POLL_INTERVAL)
-                continue
-            try:
-                props = conn._impl.server_properties or {}
-                version = props.get("version")
-                if isinstance(version, bytes):
-                    version = version.decode()
-                if version:
-                    self.version = str(version)
-            finally:
-                conn.close()
-            if self.management_port is not None:
-                self._wait_port(self.management_port, deadline)
-            return
-        raise RealRabbitError(
-            f"rabbitmq not ready after {START_TIMEOUT}s ({last_error!r}):\n"
-            + _tail(self._console_log)
-        )
+                last_error[:] = [exc]
+                return None
 
-    def _wait_port(self, port: int, deadline: float) -> None:
-        """Management HTTP starts with the app, but confirm it listens."""
-        while time.monotonic() < deadline:
-            try:
-                with socket.create_connection(("127.0.0.1", port), timeout=1):
-                    return
-            except OSError:
-                time.sleep(_POLL_INTERVAL)
-        raise RealRabbitError(f"management port {port} not listening")
+        conn = wait_until(
+            handshake,
+            timeout=START_TIMEOUT,
+            interval=_POLL_INTERVAL,
+            message=lambda: (
+                f"rabbitmq not ready after {START_TIMEOUT}s ({last_error!r}):\n"
+                + _tail(self._console_log)
+            ),
+        )
+        try:
+            props = conn._impl.server_properties or {}
+            version = props.get("version")
+            if isinstance(version, bytes):
+                version = version.decode()
+            if version:
+                self.version = str(version)
+        finally:
+            conn.close()
+        if self.management_port is not None:
+            wait_until(
+                lambda: _listening(self.management_port),
+                timeout=max(0.0, started + START_TIMEOUT - time.monotonic()),
+                interval=_POLL_INTERVAL,
+                message=f"management port {self.management_port} not listening",
+            )
 
     def stop(self) -> None:
         """SIGTERM the process group (graceful in Erlang), SIGKILL on timeout."""
@@ -213,24 +223,29 @@ class RealRabbit:
 
 
 @contextlib.contextmanager
-def real_rabbitmq(enable_management: bool = False) -> Iterator[RealRabbit]:
-    """Run a fresh node for the duration of the block, then remove all traces."""
+def real_rabbitmq(
+    enable_management: bool = False, node_class: type[RealRabbit] = RealRabbit
+) -> Iterator[RealRabbit]:
+    """Run a fresh node for the duration of the block, then remove all traces. Its ports (AMQP,
+    distribution, management) stay reserved until the node has stopped, restarts included."""
     if not rabbitmq_available():
         raise RealRabbitError(f"{RABBITMQ_SERVER} not installed")
     data_dir = Path(tempfile.mkdtemp(prefix="rabbitish-rmq-"))
-    port = free_port()
-    rabbit = RealRabbit(
-        port=port,
-        url=f"amqp://guest:guest@127.0.0.1:{port}/%2F",
-        management_port=free_port() if enable_management else None,
-        version=_packaged_version(),
-        data_dir=data_dir,
-        dist_port=free_port(),
-        nodename=f"rabbitish-test-{uuid.uuid4().hex[:12]}@localhost",
-    )
-    try:
-        rabbit.start()
-        yield rabbit
-    finally:
-        rabbit.stop()
-        shutil.rmtree(data_dir, ignore_errors=True)
+    with contextlib.ExitStack() as ports:
+        port = ports.enter_context(ReservedPort()).port
+        management = ports.enter_context(ReservedPort()).port if enable_management else None
+        rabbit = node_class(
+            port=port,
+            url=f"amqp://guest:guest@127.0.0.1:{port}/%2F",
+            management_port=management,
+            version=_packaged_version(),
+            data_dir=data_dir,
+            dist_port=ports.enter_context(ReservedPort()).port,
+            nodename=f"rabbitish-test-{uuid.uuid4().hex[:12]}@localhost",
+        )
+        try:
+            rabbit.start()
+            yield rabbit
+        finally:
+            rabbit.stop()
+            shutil.rmtree(data_dir, ignore_errors=True)

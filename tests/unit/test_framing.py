@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from pamqp import commands, frame
 
 from rabbitish.engine.errors import AMQPError
+from rabbitish.protocol.field_types import check_table
 from rabbitish.protocol.framing import (
     FRAME_BODY,
     FRAME_HEADER,
@@ -22,7 +23,6 @@ from rabbitish.protocol.framing import (
     MalformedTable,
     MethodDecodeError,
     RawFrame,
-    check_table,
     decode_method,
     encode_content,
     encode_frame,

@@ -14,6 +14,7 @@ from rabbitish.engine.dead_letter import is_cycle, x_death_headers
 from rabbitish.engine.message import Message
 from rabbitish.protocol import properties
 from rabbitish.protocol.codec import CODEC, argument_types
+from rabbitish.protocol.field_types import raw_entries
 
 
 def shortstr(text: str) -> bytes:
@@ -60,7 +61,7 @@ RAW = (
 def header_entries(raw: bytes) -> list[tuple[bytes, bytes]]:
     _flags, found = properties.spans(raw)
     start, end = found[properties.HEADERS]
-    return properties._raw_entries(raw[start:end])
+    return raw_entries(raw[start:end])
 
 
 def test_spans_and_info():

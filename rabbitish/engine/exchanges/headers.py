@@ -10,10 +10,11 @@ from collections.abc import Iterable
 from decimal import Decimal
 from typing import Any
 
+from rabbitish.engine import erlang_terms
 from rabbitish.engine.errors import precondition_failed
 from rabbitish.engine.exchanges.base import Exchange
 from rabbitish.engine.message import Message
-from rabbitish.engine.queue_args import erl_term, python_type_name
+from rabbitish.engine.queue_args import python_type_name
 
 _MISSING = object()
 MATCH_MODES = ("all", "any", "all-with-x", "any-with-x")
@@ -56,14 +57,14 @@ def validate_binding(arguments: dict[str, Any], arg_types: dict[str, str]) -> No
         return
     value = arguments["x-match"]
     type_name = arg_types.get("x-match") or python_type_name(value)
+    shown = erlang_terms.term(value)
     if type_name != "longstr":
         raise precondition_failed(
-            f"Invalid x-match field type {type_name} (value {erl_term(value)}); expected longstr"
+            f"Invalid x-match field type {type_name} (value {shown}); expected longstr"
         )
     if _text(value) not in MATCH_MODES:
         raise precondition_failed(
-            f"Invalid x-match field value {erl_term(value)}; "
-            "expected all, any, all-with-x, or any-with-x"
+            f"Invalid x-match field value {shown}; expected all, any, all-with-x, or any-with-x"
         )
 
 

@@ -17,7 +17,8 @@ import pytest
 import rabbitish
 from rabbitish.testing import running_broker
 from tests.support.clients import pika_channel as channel
-from tests.support.durability import PERSISTENT, bodies, drain, poll, refused
+from tests.support.durability import PERSISTENT, bodies, drain, refused
+from tests.support.waiting import wait_until
 
 
 # ---------------------------------------------------------------------- wiring
@@ -115,8 +116,8 @@ def test_durable_queue_arguments_still_act_after_restart(data, uid):
         published = time.monotonic()
         before = refused(broker.url, lambda c: c.queue_declare(maxlen, durable=True))
     assert before[0] == 406
-    while time.monotonic() < published + 0.2:  # let the 150 ms expiration pass while down
-        time.sleep(0.01)
+    # Let the 150 ms expiration pass while the broker is down.
+    time.sleep(max(0.0, published + 0.2 - time.monotonic()))
 
     with running_broker(data_dir=data) as broker, channel(broker.url) as ch:
         for name, args in declared.items():
@@ -124,13 +125,13 @@ def test_durable_queue_arguments_still_act_after_restart(data, uid):
         # The same refusal, word for word (argument types survived too).
         assert refused(broker.url, lambda c: c.queue_declare(maxlen, durable=True)) == before
         # Expired while the broker was down: dead-lettered as soon as it is back.
-        got = poll(lambda: drain(ch, dlq))
+        got = wait_until(lambda: drain(ch, dlq))
         assert [(body, props.headers["x-death"][0]["reason"]) for body, _, props in got] == [
             (b"expires-while-down", "expired")
         ]
         assert bodies(ch, expiring) == [b"kept"]
         ch.basic_publish("", ttl, b"short-lived", PERSISTENT)  # TTL 100 ms, then DLX
-        got = poll(lambda: drain(ch, dlq))
+        got = wait_until(lambda: drain(ch, dlq))
         assert [(body, props.headers["x-death"][0]["reason"]) for body, _, props in got] == [
             (b"short-lived", "expired")
         ]
@@ -141,7 +142,7 @@ def test_durable_queue_arguments_still_act_after_restart(data, uid):
         ch.basic_publish("", rejecting, b"no", PERSISTENT)
         method, _, _ = ch.basic_get(rejecting)
         ch.basic_reject(method.delivery_tag, requeue=False)
-        got = poll(lambda: drain(ch, dlq))
+        got = wait_until(lambda: drain(ch, dlq))
         assert [(body, props.headers["x-death"][0]["reason"]) for body, _, props in got] == [
             (b"no", "rejected")
         ]

@@ -15,8 +15,8 @@ import pytest
 from tests.support.management import (
     amqp_connection,
     q,
-    wait_for,
 )
+from tests.support.waiting import wait_until
 
 
 # ---------------------------------------------------------------------- connections, channels
@@ -38,7 +38,7 @@ def test_connections_channels_and_forced_close(api, uid):
                     return item if item.get("channels") == 2 else None
             return None
 
-        doc = wait_for(ours)
+        doc = wait_until(ours)
         assert re.fullmatch(r"127\.0\.0\.1:\d+ -> 127\.0\.0\.1:\d+", doc["name"])
         expected = {"user": "guest", "vhost": "/", "protocol": "AMQP 0-9-1", "channels": 2}
         assert {k: doc[k] for k in expected} == expected
@@ -50,7 +50,7 @@ def test_connections_channels_and_forced_close(api, uid):
             tx = [c for c in found if c.get("transactional")]
             return found if len(found) == 2 and tx and tx[0]["messages_uncommitted"] == 1 else None
 
-        channels = sorted(wait_for(both_channels), key=lambda c: c["number"])
+        channels = sorted(wait_until(both_channels), key=lambda c: c["number"])
         assert [c["name"] for c in channels] == [
             f"{doc['name']} ({plain.channel_number})",
             f"{doc['name']} ({transactional.channel_number})",
@@ -95,7 +95,7 @@ async def test_forced_close_default_reason_reaches_aiormq(api, uid):
                     return item["name"]
             return None
 
-        name = wait_for(ours)
+        name = wait_until(ours)
         assert api.call("DELETE", f"/api/connections/{q(name)}").status == 204
         with pytest.raises(aiormq.exceptions.ConnectionClosed) as info:
             await connection.closing

@@ -15,8 +15,8 @@ from tests.support.management import (
     amqp_connection,
     publish_body,
     q,
-    wait_for,
 )
+from tests.support.waiting import wait_until
 
 
 # ---------------------------------------------------------------------- auth, routing
@@ -120,7 +120,7 @@ def test_rates_follow_traffic(rabbitish_api, uid):
         stats = rabbitish_api.ok("GET", path)["message_stats"]
         return stats["publish_details"]["rate"]
 
-    assert wait_for(rate) > 0
+    assert wait_until(rate) > 0
     rabbitish_api.ok("DELETE", path)
 
 

@@ -98,6 +98,10 @@ def test_publish_errors(api):
     )
     partial = api.call("POST", publish, {"routing_key": "x", "payload": "y"})
     assert partial.json["reason"] == "[{key_missing,properties},{key_missing,payload_encoding}]"
+    at_79 = api.call("POST", publish, {"routing_key": "x"})  # ~p breaks a list of 79
+    assert at_79.json["reason"] == (
+        "[{key_missing,properties},\n {key_missing,payload},\n {key_missing,payload_encoding}]"
+    )
     missing = api.call("POST", "/api/exchanges/%2F/nope/publish", publish_body("k", "x"))
     assert (missing.status, missing.json) == (
         400,

@@ -10,8 +10,8 @@ from tests.support.management import (
     get_body,
     q,
     ready,
-    wait_for,
 )
+from tests.support.waiting import wait_until
 
 
 # ---------------------------------------------------------------------- queues
@@ -85,7 +85,9 @@ def test_counts_purge_and_conditional_delete(api, uid):
         for i in range(3):
             channel.basic_publish("", uid, f"m{i}".encode())
         channel.basic_get(uid)  # one unacknowledged
-        doc = wait_for(lambda: (d := api.ok("GET", path)).get("messages_unacknowledged") == 1 and d)
+        doc = wait_until(
+            lambda: (d := api.ok("GET", path)).get("messages_unacknowledged") == 1 and d
+        )
         assert (doc["messages"], doc["messages_ready"]) == (3, 2)
         not_empty = api.call("DELETE", path + "?if-empty=true")
         assert (not_empty.status, not_empty.json) == (
@@ -111,7 +113,7 @@ def test_exclusive_queue_of_another_connection_is_locked(api, uid):
         channel.queue_declare(uid, exclusive=True)
         channel.basic_publish("", uid, b"mine")
         path = f"/api/queues/%2F/{q(uid)}"
-        assert wait_for(lambda: api.ok("GET", path)["exclusive"]) is True
+        assert wait_until(lambda: api.ok("GET", path)["exclusive"]) is True
         locked = LOCKED.format(uid)
         for method, suffix, body in (("PUT", "", {}), ("DELETE", "", None)):
             reply = api.call(method, path + suffix, body)
