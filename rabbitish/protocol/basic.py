@@ -19,13 +19,13 @@ from rabbitish.engine.errors import (
 )
 from rabbitish.engine.message import Message, parse_expiration
 from rabbitish.protocol import outgoing, properties
-from rabbitish.protocol.channel import Channel, Delivery, handles
+from rabbitish.protocol.channel import Delivery
 from rabbitish.protocol.codec import CODEC
 from rabbitish.protocol.consumers import Consumer091
 from rabbitish.protocol.wiring import queue_for
 
 if TYPE_CHECKING:
-    from rabbitish.engine.vhost import VirtualHost
+    from rabbitish.protocol.channel import Channel
 
 REPLY_TO = "amq.rabbitmq.reply-to"
 REPLY_TO_PREFIX = REPLY_TO + "."
@@ -81,12 +81,6 @@ def _decodable_reply_to(name: str) -> bool:
         return base64.b64decode(pid, validate=True).startswith(b"\x83")
     except (binascii.Error, ValueError):
         return False
-
-
-def reply_to_exists(vhost: VirtualHost, name: str) -> bool:
-    """queue.declare(passive) on a direct reply-to name: RabbitMQ answers declare-ok (0
-    messages, 1 consumer) for the bare name and for a live reply-to name, else 404."""
-    return name == REPLY_TO or name in vhost.reply_to_targets
 
 
 # ---------------------------------------------------------------------- publish
@@ -224,12 +218,10 @@ def settle(ch: Channel, deliveries: list[Delivery], outcome: str) -> None:
     ch.resume_deliveries()
 
 
-@handles("Basic.Ack")
 def basic_ack(ch: Channel, method: commands.Basic.Ack, payload: bytes) -> None:
     ack(ch, method.delivery_tag, method.multiple)
 
 
-@handles("Basic.Reject")
 def basic_reject(ch: Channel, method: commands.Basic.Reject, payload: bytes) -> None:
     deliveries = _collect(ch, method.delivery_tag, False)
     outcome = "requeue" if method.requeue else "discard"
@@ -239,7 +231,6 @@ def basic_reject(ch: Channel, method: commands.Basic.Reject, payload: bytes) -> 
     settle(ch, deliveries, outcome)
 
 
-@handles("Basic.Nack")
 def basic_nack(ch: Channel, method: commands.Basic.Nack, payload: bytes) -> None:
     deliveries = _collect(ch, method.delivery_tag, method.multiple)
     outcome = "requeue" if method.requeue else "discard"
@@ -249,7 +240,6 @@ def basic_nack(ch: Channel, method: commands.Basic.Nack, payload: bytes) -> None
     settle(ch, deliveries, outcome)
 
 
-@handles("Basic.Recover", "Basic.RecoverAsync")
 def basic_recover(ch: Channel, method: commands.Basic.Recover, payload: bytes) -> None:
     if not method.requeue:
         raise not_implemented("requeue=false")
@@ -263,7 +253,6 @@ def basic_recover(ch: Channel, method: commands.Basic.Recover, payload: bytes) -
 
 
 # ---------------------------------------------------------------------- consume / get
-@handles("Basic.Qos")
 def basic_qos(ch: Channel, method: commands.Basic.Qos, payload: bytes) -> None:
     if method.prefetch_size:
         raise not_implemented(f"prefetch_size!=0 ({method.prefetch_size})")
@@ -277,7 +266,6 @@ def basic_qos(ch: Channel, method: commands.Basic.Qos, payload: bytes) -> None:
     ch.resume_deliveries()
 
 
-@handles("Basic.Consume")
 def basic_consume(ch: Channel, method: commands.Basic.Consume, payload: bytes) -> None:
     tag = method.consumer_tag or "amq.ctag-" + _token()
     if tag in ch.consumers:
@@ -335,7 +323,6 @@ def _consume_reply_to(ch: Channel, method: commands.Basic.Consume, tag: str) -> 
         ch.conn.send_method(ch.id, commands.Basic.ConsumeOk(consumer_tag=tag))
 
 
-@handles("Basic.Cancel")
 def basic_cancel(ch: Channel, method: commands.Basic.Cancel, payload: bytes) -> None:
     consumer = None
     if ch.reply_to_name is not None and ch.reply_to_tag == method.consumer_tag:
@@ -350,7 +337,6 @@ def basic_cancel(ch: Channel, method: commands.Basic.Cancel, payload: bytes) -> 
         consumer.queue.remove_consumer(consumer)
 
 
-@handles("Basic.Get")
 def basic_get(ch: Channel, method: commands.Basic.Get, payload: bytes) -> None:
     queue = queue_for(ch, method.queue)
     got = queue.get(method.no_ack)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import struct
+from typing import TYPE_CHECKING
 
 from pamqp import commands
 
@@ -14,21 +15,22 @@ from rabbitish.engine.errors import (
     precondition_failed,
 )
 from rabbitish.engine.queue import Queue
-from rabbitish.protocol.channel import Channel, handles
 from rabbitish.protocol.codec import argument_types
 from rabbitish.protocol.framing import encode_method_payload
+
+if TYPE_CHECKING:
+    from rabbitish.engine.vhost import VirtualHost
+    from rabbitish.protocol.channel import Channel
 
 REPLY_TO = "amq.rabbitmq.reply-to"
 _DECLARE_OK = struct.pack(">HH", 50, 11)
 
 
 # ---------------------------------------------------------------------- channel class
-@handles("Channel.Open")
 def channel_open(ch: Channel, method: commands.Channel.Open, payload: bytes) -> None:
     raise channel_error("second 'channel.open' seen")
 
 
-@handles("Channel.Close")
 def channel_close(ch: Channel, method: commands.Channel.Close, payload: bytes) -> None:
     ch.teardown()
     ch.closed = True
@@ -36,12 +38,10 @@ def channel_close(ch: Channel, method: commands.Channel.Close, payload: bytes) -
     ch.conn.send_method(ch.id, commands.Channel.CloseOk())
 
 
-@handles("Channel.CloseOk")
 def channel_close_ok(ch: Channel, method: commands.Channel.CloseOk, payload: bytes) -> None:
     return  # only meaningful while closing, handled there
 
 
-@handles("Channel.Flow")
 def channel_flow(ch: Channel, method: commands.Channel.Flow, payload: bytes) -> None:
     if not method.active:
         raise not_implemented("active=false")
@@ -50,7 +50,6 @@ def channel_flow(ch: Channel, method: commands.Channel.Flow, payload: bytes) -> 
     ch.resume_deliveries()
 
 
-@handles("Channel.FlowOk")
 def channel_flow_ok(ch: Channel, method: commands.Channel.FlowOk, payload: bytes) -> None:
     # The broker never sends channel.flow, so a flow-ok is unsolicited.
     raise command_invalid("unimplemented method")
@@ -62,7 +61,6 @@ def strip_cr_lf(name: str) -> str:
     return name.replace("\r", "").replace("\n", "") if "\r" in name or "\n" in name else name
 
 
-@handles("Exchange.Declare")
 def exchange_declare(ch: Channel, method: commands.Exchange.Declare, payload: bytes) -> None:
     ch.vhost.declare_exchange(
         strip_cr_lf(method.exchange),
@@ -78,14 +76,12 @@ def exchange_declare(ch: Channel, method: commands.Exchange.Declare, payload: by
         ch.conn.send_method(ch.id, commands.Exchange.DeclareOk())
 
 
-@handles("Exchange.Delete")
 def exchange_delete(ch: Channel, method: commands.Exchange.Delete, payload: bytes) -> None:
     ch.vhost.delete_exchange(strip_cr_lf(method.exchange), if_unused=method.if_unused)
     if not method.nowait:
         ch.conn.send_method(ch.id, commands.Exchange.DeleteOk())
 
 
-@handles("Exchange.Bind")
 def exchange_bind(ch: Channel, method: commands.Exchange.Bind, payload: bytes) -> None:
     ch.vhost.add_binding(
         "exchange",
@@ -100,7 +96,6 @@ def exchange_bind(ch: Channel, method: commands.Exchange.Bind, payload: bytes) -
         ch.conn.send_method(ch.id, commands.Exchange.BindOk())
 
 
-@handles("Exchange.Unbind")
 def exchange_unbind(ch: Channel, method: commands.Exchange.Unbind, payload: bytes) -> None:
     ch.vhost.remove_binding(
         "exchange",
@@ -136,7 +131,6 @@ def _binding_key(ch: Channel, queue: str, routing_key: str) -> str:
     return routing_key
 
 
-@handles("Queue.Declare")
 def queue_declare(ch: Channel, method: commands.Queue.Declare, payload: bytes) -> None:
     name = strip_cr_lf(method.queue)
     if name.startswith(REPLY_TO):
@@ -164,18 +158,21 @@ def _declare_ok(ch: Channel, name: str, messages: int, consumers: int) -> None:
     ch.conn.write(encode_method_payload(ch.id, payload))
 
 
+def reply_to_exists(vhost: VirtualHost, name: str) -> bool:
+    """queue.declare(passive) on a direct reply-to name: RabbitMQ answers declare-ok (0
+    messages, 1 consumer) for the bare name and for a live reply-to name, else 404."""
+    return name == REPLY_TO or name in vhost.reply_to_targets
+
+
 def _declare_reply_to(ch: Channel, method: commands.Queue.Declare, name: str) -> None:
     """A declare of a direct reply-to name (passive or not, flags ignored): one consumer,
     never any messages; 404 for a name that is not a live reply-to queue."""
-    from rabbitish.protocol.basic import reply_to_exists
-
     if not reply_to_exists(ch.vhost, name):
         raise not_found(f"no {ch.vhost.rs('queue', name)}")
     if not method.nowait:
         _declare_ok(ch, name, 0, 1)
 
 
-@handles("Queue.Bind")
 def queue_bind(ch: Channel, method: commands.Queue.Bind, payload: bytes) -> None:
     ch.vhost.add_binding(
         "queue",
@@ -190,7 +187,6 @@ def queue_bind(ch: Channel, method: commands.Queue.Bind, payload: bytes) -> None
         ch.conn.send_method(ch.id, commands.Queue.BindOk())
 
 
-@handles("Queue.Unbind")
 def queue_unbind(ch: Channel, method: commands.Queue.Unbind, payload: bytes) -> None:
     ch.vhost.remove_binding(
         "queue",
@@ -203,7 +199,6 @@ def queue_unbind(ch: Channel, method: commands.Queue.Unbind, payload: bytes) -> 
     ch.conn.send_method(ch.id, commands.Queue.UnbindOk())
 
 
-@handles("Queue.Purge")
 def queue_purge(ch: Channel, method: commands.Queue.Purge, payload: bytes) -> None:
     queue = queue_for(ch, method.queue)
     count = queue.purge()
@@ -211,7 +206,6 @@ def queue_purge(ch: Channel, method: commands.Queue.Purge, payload: bytes) -> No
         ch.conn.send_method(ch.id, commands.Queue.PurgeOk(message_count=count))
 
 
-@handles("Queue.Delete")
 def queue_delete(ch: Channel, method: commands.Queue.Delete, payload: bytes) -> None:
     count = ch.vhost.delete_queue(
         queue_name(ch, method.queue),
@@ -224,7 +218,6 @@ def queue_delete(ch: Channel, method: commands.Queue.Delete, payload: bytes) -> 
 
 
 # ---------------------------------------------------------------------- confirm class
-@handles("Confirm.Select")
 def confirm_select(ch: Channel, method: commands.Confirm.Select, payload: bytes) -> None:
     if ch.mode == "tx":
         raise precondition_failed("cannot switch from tx to confirm mode")
