@@ -16,7 +16,7 @@ from urllib.parse import quote
 from rabbitish.config import Config
 from rabbitish.engine.node import Node
 from rabbitish.protocol.codec import CODEC
-from rabbitish.server.connection import AmqpServerProtocol
+from rabbitish.server.listener import HeaderSniffer
 from rabbitish.server.scheduler import LoopScheduler
 
 log = logging.getLogger("rabbitish")
@@ -38,7 +38,9 @@ class Broker:
         self.node: Node | None = None
         self.loop: asyncio.AbstractEventLoop | None = None
         self._server: asyncio.base_events.Server | None = None
-        self._connections: set[AmqpServerProtocol] = set()
+        # Socket-level connections: a HeaderSniffer until the protocol header chose a front end,
+        # then that front end's protocol (server.connection.AmqpServerProtocol for 0-9-1).
+        self._connections: set[Any] = set()
         self.port: int | None = None
         self.journal: Any = None  # the store's journal when data_dir is not :memory:
         self.recovery: Any = None
@@ -71,7 +73,7 @@ class Broker:
             )
         node, config, registry = self.node, self.config, self._connections
         self._server = await loop.create_server(
-            lambda: AmqpServerProtocol(node, config, registry),
+            lambda: HeaderSniffer(node, config, registry),
             host=self.config.host,
             port=self.config.port,
             reuse_address=True,

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import os
+from typing import TYPE_CHECKING
 
 from pamqp import commands
 
@@ -17,10 +18,12 @@ from rabbitish.engine.errors import (
 from rabbitish.engine.message import Message
 from rabbitish.engine.reply_to import REPLY_TO, new_reply_to_name
 from rabbitish.protocol import outgoing, properties
-from rabbitish.protocol.channel import Channel, handles
 from rabbitish.protocol.codec import message_from_properties
 from rabbitish.protocol.consumers import Consumer091
 from rabbitish.protocol.wiring import queue_for
+
+if TYPE_CHECKING:
+    from rabbitish.protocol.channel import Channel
 
 MAX_MESSAGE_SIZE = 134217728  # RabbitMQ's default max_message_size (128 MiB)
 
@@ -117,24 +120,16 @@ def ack(ch: Channel, tag: int, multiple: bool) -> None:
     ch.settle(_collect(ch, tag, multiple), Outcome.ACK)
 
 
-@handles("Basic.Ack")
-def basic_ack(ch: Channel, method: commands.Basic.Ack, payload: bytes) -> None:
-    ack(ch, method.delivery_tag, method.multiple)
-
-
-@handles("Basic.Reject")
 def basic_reject(ch: Channel, method: commands.Basic.Reject, payload: bytes) -> None:
     deliveries = _collect(ch, method.delivery_tag, False)
     ch.settle(deliveries, Outcome.REQUEUE if method.requeue else Outcome.DISCARD)
 
 
-@handles("Basic.Nack")
 def basic_nack(ch: Channel, method: commands.Basic.Nack, payload: bytes) -> None:
     deliveries = _collect(ch, method.delivery_tag, method.multiple)
     ch.settle(deliveries, Outcome.REQUEUE if method.requeue else Outcome.DISCARD)
 
 
-@handles("Basic.Recover", "Basic.RecoverAsync")
 def basic_recover(ch: Channel, method: commands.Basic.Recover, payload: bytes) -> None:
     if not method.requeue:
         raise not_implemented("requeue=false")
@@ -148,7 +143,6 @@ def basic_recover(ch: Channel, method: commands.Basic.Recover, payload: bytes) -
 
 
 # ---------------------------------------------------------------------- consume / get
-@handles("Basic.Qos")
 def basic_qos(ch: Channel, method: commands.Basic.Qos, payload: bytes) -> None:
     if method.prefetch_size:
         raise not_implemented(f"prefetch_size!=0 ({method.prefetch_size})")
@@ -162,7 +156,6 @@ def basic_qos(ch: Channel, method: commands.Basic.Qos, payload: bytes) -> None:
     ch.resume_deliveries()
 
 
-@handles("Basic.Consume")
 def basic_consume(ch: Channel, method: commands.Basic.Consume, payload: bytes) -> None:
     tag = method.consumer_tag or "amq.ctag-" + _token()
     if tag in ch.consumers:
@@ -220,7 +213,6 @@ def _consume_reply_to(ch: Channel, method: commands.Basic.Consume, tag: str) -> 
         ch.conn.send_method(ch.id, commands.Basic.ConsumeOk(consumer_tag=tag))
 
 
-@handles("Basic.Cancel")
 def basic_cancel(ch: Channel, method: commands.Basic.Cancel, payload: bytes) -> None:
     consumer = None
     if ch.reply_to_name is not None and ch.reply_to_tag == method.consumer_tag:
@@ -235,7 +227,6 @@ def basic_cancel(ch: Channel, method: commands.Basic.Cancel, payload: bytes) -> 
         consumer.queue.remove_consumer(consumer)
 
 
-@handles("Basic.Get")
 def basic_get(ch: Channel, method: commands.Basic.Get, payload: bytes) -> None:
     queue = queue_for(ch, method.queue)
     delivery = queue.get(settled=method.no_ack)

@@ -1,6 +1,7 @@
 """One 0-9-1 channel: content assembly (method -> header -> body), method dispatch, channel
-errors and close, unacked deliveries, prefetch and publisher confirms. The handlers for each
-method class live in wiring.py (exchange, queue) and basic.py."""
+errors and close, unacked deliveries, prefetch and publisher confirms. Which frames each state
+accepts is in states.py; the method handlers (wiring.py, basic.py, tx.py) come as one table from
+dispatch.py, given by the connection."""
 
 from __future__ import annotations
 
@@ -9,50 +10,57 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from pamqp import commands
-from pamqp.base import Frame as Method
 
 from rabbitish.engine.delivery import Delivery, Outcome, settle
-from rabbitish.engine.errors import AMQPError, channel_error, unexpected_frame
+from rabbitish.engine.errors import (
+    AMQPError,
+    ConnectionError_,
+    command_invalid,
+    syntax_error,
+    unexpected_frame,
+)
 from rabbitish.engine.sessions import SessionView
 from rabbitish.engine.transactions import Transaction
 from rabbitish.protocol import outgoing
 from rabbitish.protocol.framing import (
-    FRAME_BODY,
-    FRAME_HEADER,
-    FRAME_METHOD,
     decode_content_header,
     encode_close,
     encode_content,
     method_ids,
+    method_index,
+)
+from rabbitish.protocol.states import (
+    ChannelAction,
+    ChannelEvent,
+    ChannelState,
+    Rule,
+    channel_rule,
+    next_channel_state,
 )
 
 if TYPE_CHECKING:
     from rabbitish.protocol.connection import Connection
     from rabbitish.protocol.consumers import Consumer091
+    from rabbitish.protocol.dispatch import Routes
 
-Handler = Callable[["Channel", Method, bytes], None]
-HANDLERS: dict[str, Handler] = {}
-
-
-def handles(*names: str) -> Callable[[Handler], Handler]:
-    """Register a method handler by pamqp name ('Queue.Declare')."""
-
-    def register(fn: Handler) -> Handler:
-        for name in names:
-            HANDLERS[name] = fn
-        return fn
-
-    return register
+_OPEN = ChannelState.OPEN
+_CLOSING = ChannelState.CLOSING
+_CLOSED = ChannelState.CLOSED
+_COMMITTING = ChannelState.COMMITTING
+_CONTENT_METHOD = ChannelEvent.CONTENT_METHOD
+_CONTENT_HEADER = ChannelEvent.CONTENT_HEADER
+_CONTENT_DONE = ChannelEvent.CONTENT_DONE
+_PUBLISH = (60, 40)  # the one method that carries content from a client
 
 
 class Channel:
-    def __init__(self, conn: Connection, channel_id: int) -> None:
+    def __init__(self, conn: Connection, channel_id: int, routes: Routes) -> None:
         self.conn = conn
         self.id = channel_id
         assert conn.vhost is not None
         self.vhost = conn.vhost
-        self.closing = False
-        self.closed = False
+        self.state = _OPEN  # states.py; closing, closed and commit_in_progress read it
+        self.routes = routes  # method index -> handler (protocol.dispatch)
         self.mode: str | None = None  # None, "confirm" or "tx"
         self.consumers: dict[str, Consumer091] = {}
         self.unacked: dict[int, Delivery] = {}
@@ -68,7 +76,8 @@ class Channel:
         self._confirm_upto = 0
         self._confirm_sent = 0
         # content assembly
-        self._content_method: tuple[str, str, bool, bool] | None = None
+        self._content_handler: Callable[..., None] | None = None
+        self._content_fields: tuple[Any, ...] = ()
         self._body_size = 0
         self._raw_properties = b""
         self._body_parts: list[bytes] = []
@@ -79,47 +88,63 @@ class Channel:
         self.global_volume = 0
         self.dispatching = False  # inside a method handler
         self.after_reply: list[tuple[Channel, bytes]] = []
-        self.commit_in_progress = False
+
+    # ------------------------------------------------------------------ state
+    def _advance(self, event: ChannelEvent) -> None:
+        self.state = next_channel_state(self.state, event)
+
+    @property
+    def closing(self) -> bool:
+        """We sent channel.close and wait for close-ok."""
+        return self.state is _CLOSING
+
+    @property
+    def closed(self) -> bool:
+        return self.state is _CLOSED
+
+    @closed.setter
+    def closed(self, value: bool) -> None:
+        """Set by the channel.close handler once it answered close-ok."""
+        if value:
+            self._advance(ChannelEvent.CLOSED)
+
+    @property
+    def commit_in_progress(self) -> bool:
+        return self.state is _COMMITTING
+
+    @commit_in_progress.setter
+    def commit_in_progress(self, value: bool) -> None:
+        """Set by tx.commit until its effects are synced, cleared by finish_commit."""
+        self._advance(ChannelEvent.COMMIT_STARTED if value else ChannelEvent.COMMIT_DONE)
 
     # ------------------------------------------------------------------ frames
     def handle_frame(self, ftype: int, payload: bytes) -> None:
-        if self.closing:
-            self._while_closing(ftype, payload)
-            return
-        if self.commit_in_progress:
-            raise channel_error("unexpected command while processing 'tx.commit'").at(
-                *method_ids(payload) if ftype == FRAME_METHOD else (0, 0)
-            )
-        if self._content_method is not None:
-            self._content_frame(ftype, payload)
-            return
-        if ftype != FRAME_METHOD:
-            raise unexpected_frame("expected method frame, got non method frame instead")
-        ids = method_ids(payload)
+        """A method, content header or body frame for this channel; the state's rule decides."""
+        rule = channel_rule(self.state, ftype, payload)
+        _ACTIONS[rule.action](self, rule, ftype, payload)
+
+    def _dispatch(self, rule: Rule, ftype: int, payload: bytes) -> None:
+        """Run the method's handler: a soft error closes the channel, a hard one the connection."""
+        route = self.routes.get(method_index(payload))
         self.dispatching = True
         try:
-            if ids == (60, 40):
-                self._start_publish(self._fast(outgoing.decode_publish, payload))
-            elif ids == (60, 80):
-                from rabbitish.protocol.basic import ack
-
-                ack(self, *self._fast(outgoing.decode_ack, payload))
+            if route is None:
+                self.conn._decode(payload)
+                raise command_invalid("unimplemented method")
+            if route.decode is None:
+                route.handler(self, self.conn._decode(payload), payload)
+            elif route.content:
+                self._start_content(route.handler, self._fast(route.decode, payload))
             else:
-                method = self.conn._decode(payload)
-                handler = HANDLERS.get(method.name)
-                if handler is None:
-                    self._unexpected_method(method)
-                else:
-                    handler(self, method, payload)
+                route.handler(self, *self._fast(route.decode, payload))
         except AMQPError as error:
-            error.at(*ids)
+            error.at(*method_ids(payload))
             if error.is_hard:
                 self.after_reply.clear()
                 raise
             self.close_with_error(error)
         except (IndexError, struct.error, UnicodeDecodeError) as err:
-            from rabbitish.engine.errors import syntax_error
-
+            ids = method_ids(payload)
             self.after_reply.clear()
             raise syntax_error(f"malformed method frame {ids[0]}/{ids[1]}").at(*ids) from err
         finally:
@@ -144,82 +169,66 @@ class Channel:
             self.conn._decode(payload)
             raise
 
-    def _unexpected_method(self, method: Method) -> None:
-        from rabbitish.engine.errors import command_invalid
+    def _refuse(self, rule: Rule, ftype: int, payload: bytes) -> None:
+        assert rule.error is not None
+        raise rule.error.error(ftype, payload)
 
-        raise command_invalid("unimplemented method")
+    def _ignore(self, rule: Rule, ftype: int, payload: bytes) -> None:
+        return
 
-    def _start_publish(self, arguments: tuple[str, str, bool, bool]) -> None:
-        self._content_method = arguments
+    def _start_content(self, handler: Callable[..., None], fields: tuple[Any, ...]) -> None:
+        self._content_handler = handler
+        self._content_fields = fields
         self._raw_properties = b""
         self._body_parts = []
         self._received = 0
-        self._body_size = -1  # header not seen yet
+        self._advance(_CONTENT_METHOD)
 
-    def _content_frame(self, ftype: int, payload: bytes) -> None:
-        if self._body_size < 0:
-            if ftype != FRAME_HEADER:
-                self._content_method = None
-                raise unexpected_frame(
-                    "expected content header for class 60, got non content header frame instead"
-                ).at(60, 40)
-            try:
-                class_id, body_size, raw = decode_content_header(payload)
-            except (ValueError, struct.error) as err:
-                self._content_method = None
-                from rabbitish.engine.errors import ConnectionError_
+    def _content_header(self, rule: Rule, ftype: int, payload: bytes) -> None:
+        try:
+            class_id, body_size, raw = decode_content_header(payload)
+        except (ValueError, struct.error) as err:
+            # RabbitMQ's assembler crashes on a header without property flags.
+            raise ConnectionError_(541, "").at(0, 0) from err
+        if class_id != 60:
+            raise unexpected_frame(
+                f"expected content header for class 60, got one for class {class_id} instead"
+            ).at(*_PUBLISH)
+        self._body_size = body_size
+        self._raw_properties = raw
+        if body_size == 0:
+            self._finish_content()
+        else:
+            self._advance(_CONTENT_HEADER)
 
-                # RabbitMQ's assembler crashes on a header without property flags.
-                raise ConnectionError_(541, "").at(0, 0) from err
-            if class_id != 60:
-                self._content_method = None
-                raise unexpected_frame(
-                    f"expected content header for class 60, got one for class {class_id} instead"
-                ).at(60, 40)
-            self._body_size = body_size
-            self._raw_properties = raw
-            if body_size == 0:
-                self._finish_content()
-            return
-        if ftype != FRAME_BODY:
-            self._content_method = None
-            raise unexpected_frame("expected content body, got non content body frame instead").at(
-                60, 40
-            )
+    def _content_body(self, rule: Rule, ftype: int, payload: bytes) -> None:
         self._body_parts.append(payload)
         self._received += len(payload)
-        # A body longer than announced never completes, as in RabbitMQ: the next frame that is
-        # not a body frame is the error.
         if self._received == self._body_size:
             self._finish_content()
 
     def _finish_content(self) -> None:
-        method = self._content_method
-        assert method is not None
-        self._content_method = None
+        handler, fields = self._content_handler, self._content_fields
+        assert handler is not None
+        self._content_handler, self._content_fields = None, ()
+        self._advance(_CONTENT_DONE)
         parts = self._body_parts
         body = parts[0] if len(parts) == 1 else b"".join(parts)
         self._body_parts = []
-        from rabbitish.protocol.basic import publish
-
         try:
-            publish(self, *method, self._raw_properties, body)
+            handler(self, *fields, self._raw_properties, body)
         except AMQPError as error:
-            error.at(60, 40)
+            error.at(*_PUBLISH)
             if error.is_hard:
                 raise
             self.close_with_error(error)
 
-    def _while_closing(self, ftype: int, payload: bytes) -> None:
-        """After we sent channel.close, everything but close / close-ok is discarded."""
-        if ftype != FRAME_METHOD:
-            return
-        ids = method_ids(payload)
-        if ids == (20, 41):
-            self.closed = True
-            self.conn.channel_closed(self.id)
-        elif ids == (20, 40):
-            self.conn.send_method(self.id, commands.Channel.CloseOk())
+    def _answer_close(self, rule: Rule, ftype: int, payload: bytes) -> None:
+        self.conn.send_method(self.id, commands.Channel.CloseOk())
+
+    def _close_done(self, rule: Rule, ftype: int, payload: bytes) -> None:
+        self.closed = True
+        self.conn.channel_closed(self.id)
 
     # ------------------------------------------------------------------ errors and close
     def close_with_error(self, error: AMQPError) -> None:
@@ -234,7 +243,7 @@ class Channel:
             )
         )
         self.teardown()
-        self.closing = True
+        self._advance(ChannelEvent.CLOSE_SENT)
 
     def teardown(self) -> None:
         """Release what the channel holds: consumers, unacked deliveries (requeued in place),
@@ -399,7 +408,12 @@ class Channel:
             self.conn.write(frame)
 
 
-# Handlers register themselves on import.
-from rabbitish.protocol import basic as _basic  # noqa: E402, F401
-from rabbitish.protocol import tx as _tx  # noqa: E402, F401
-from rabbitish.protocol import wiring as _wiring  # noqa: E402, F401
+_ACTIONS: dict[ChannelAction, Callable[[Channel, Rule, int, bytes], None]] = {
+    ChannelAction.IGNORE: Channel._ignore,
+    ChannelAction.REFUSE: Channel._refuse,
+    ChannelAction.DISPATCH: Channel._dispatch,
+    ChannelAction.CONTENT_HEADER: Channel._content_header,
+    ChannelAction.CONTENT_BODY: Channel._content_body,
+    ChannelAction.ANSWER_CLOSE: Channel._answer_close,
+    ChannelAction.CLOSE_DONE: Channel._close_done,
+}

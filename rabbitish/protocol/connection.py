@@ -1,7 +1,8 @@
 """One 0-9-1 connection, sans-IO: `receive(bytes)` in; frames accumulate in an output list that
-the I/O layer drains (`take_output`). Handles the protocol header, the handshake (start, tune,
-open), the channel table, connection.close both ways and connection-level errors. Channel work
-goes to protocol.channel.
+the I/O layer drains (`take_output`). The I/O layer reads the protocol header and calls `start`
+with the bytes that followed it. Handles the handshake (start, tune, open), the channel table,
+connection.close both ways and connection-level errors; which frame each state accepts is in
+states.py. Channel work goes to protocol.channel.
 
 Error handling follows RabbitMQ's reader: once open, a hard error sends connection.close and
 waits for close-ok; a frame error (the stream is out of sync) sends connection.close and stops
@@ -11,7 +12,6 @@ a frame naming an unknown method drops the socket at once."""
 
 from __future__ import annotations
 
-import enum
 import functools
 import logging
 from collections.abc import Callable
@@ -21,26 +21,14 @@ from pamqp import commands
 from pamqp.base import Frame as Method
 
 from rabbitish.config import Config
-from rabbitish.engine.errors import (
-    AMQPError,
-    ConnectionError_,
-    channel_error,
-    frame_error,
-    unexpected_frame,
-)
+from rabbitish.engine.errors import AMQPError, ConnectionError_, frame_error
 from rabbitish.engine.node import Node
 from rabbitish.engine.sessions import ConnectionView
 from rabbitish.engine.vhost import VirtualHost
 from rabbitish.protocol.channel import Channel
+from rabbitish.protocol.dispatch import ROUTES, Routes
 from rabbitish.protocol.framing import (
-    FRAME_BODY,
-    FRAME_HEADER,
-    FRAME_HEARTBEAT,
-    FRAME_METHOD,
     HEARTBEAT_FRAME,
-    KNOWN_METHODS,
-    PROTOCOL_HEADER,
-    PROTOCOL_HEADER_0_9,
     BadUtf8,
     FrameReader,
     FrameSyncError,
@@ -53,11 +41,23 @@ from rabbitish.protocol.framing import (
     encode_start,
     malformed_utf8,
     method_ids,
-    method_index,
     unexpected_frame_type,
     unknown_frame,
 )
 from rabbitish.protocol.sasl import parse_response
+from rabbitish.protocol.states import (
+    ChannelAction,
+    ChannelState,
+    ConnectionAction,
+    ConnectionEvent,
+    ConnectionState,
+    OnError,
+    Rule,
+    channel_rule,
+    connection_rule,
+    error_policy,
+    next_connection_state,
+)
 
 log = logging.getLogger("rabbitish.connection")
 
@@ -66,17 +66,9 @@ PLATFORM = "Python/asyncio"
 MECHANISMS = "PLAIN AMQPLAIN"
 MIN_FRAME_MAX = 4096
 CONNECTION_CLOSE = 0x000A0032
-CHANNEL_OPEN = 0x0014000A
 
-
-class State(enum.Enum):
-    AWAIT_HEADER = "awaiting protocol header"
-    AWAIT_START_OK = "awaiting connection.start-ok"
-    AWAIT_TUNE_OK = "awaiting connection.tune-ok"
-    AWAIT_OPEN = "awaiting connection.open"
-    OPEN = "open"
-    CLOSING = "closing"  # we sent connection.close, waiting for close-ok
-    CLOSED = "closed"
+_CLOSED = ConnectionState.CLOSED
+_TO_CHANNEL = ConnectionAction.TO_CHANNEL
 
 
 class DropConnection(Exception):
@@ -123,12 +115,14 @@ class Connection:
         peer: str = "",
         wake: Callable[[], None] | None = None,
         version: str = "3.13.7",
+        routes: Routes = ROUTES,
     ) -> None:
         self.node = node
         self.config = config
         self.peer = peer
         self.version = version
-        self.state = State.AWAIT_HEADER
+        self.routes = routes  # the method handlers every channel of this connection uses
+        self.state = ConnectionState.AWAIT_START_OK  # once start() sent connection.start
         self.reader = FrameReader(MIN_FRAME_MAX)  # until tuned: the spec's minimum frame size
         self.frame_max = config.frame_max
         self.channel_max = config.channel_max
@@ -140,7 +134,6 @@ class Connection:
         self.capabilities: dict[str, Any] = {}
         self._out: list[bytes] = []
         self.out_size = 0
-        self._header_buffer = b""
         self._wake = wake or (lambda: None)
         self.should_close = False  # the I/O layer closes the socket once output is flushed
         self.linger = False  # ...after half-closing and waiting a moment for the peer to go
@@ -152,7 +145,7 @@ class Connection:
 
     # ------------------------------------------------------------------ output
     def write(self, data: bytes) -> None:
-        if self.state is State.CLOSED:
+        if self.state is _CLOSED:  # the socket is gone
             return
         if not self._out:
             self._wake()
@@ -160,7 +153,7 @@ class Connection:
         self.out_size += len(data)
 
     def write_many(self, parts: list[bytes]) -> None:
-        if self.state is State.CLOSED or not parts:
+        if self.state is _CLOSED or not parts:
             return
         if not self._out:
             self._wake()
@@ -189,18 +182,21 @@ class Connection:
                 channel.resume_deliveries()
 
     # ------------------------------------------------------------------ input
+    def start(self, data: bytes = b"") -> None:
+        """The I/O layer accepted the protocol header: send connection.start, then read `data`,
+        the bytes that came in after the header."""
+        self.write(start_frame(self.version))
+        if data:
+            self.receive(data)
+
     def receive(self, data: bytes) -> None:
         """Feed bytes from the socket. Errors are turned into closes here; nothing raises."""
-        if self.state is State.CLOSED or self.should_close:
+        if self.state is _CLOSED or self.should_close:
             return
         try:
-            if self.state is State.AWAIT_HEADER:
-                data = self._receive_header(data)
-                if not data:
-                    return
             for frame in self.reader.feed(data):
                 self._handle_frame(frame.type, frame.channel, frame.payload)
-                if self.should_close or self.state is State.CLOSED:
+                if self.should_close or self.state is _CLOSED:
                     return
         except DropConnection as drop:
             self._drop(str(drop))
@@ -221,65 +217,31 @@ class Connection:
                 for complete in completions:
                     complete()
 
-    def _receive_header(self, data: bytes) -> bytes:
-        """Wait for eight bytes (as RabbitMQ does), then accept 0-9-1 (or 0-9, which RabbitMQ
-        serves as 0-9-1) and answer anything else with the 0-9-1 header and a close."""
-        self._header_buffer += data
-        if len(self._header_buffer) < 8:
-            return b""
-        header, rest = self._header_buffer[:8], self._header_buffer[8:]
-        self._header_buffer = b""
-        if header not in (PROTOCOL_HEADER, PROTOCOL_HEADER_0_9):
-            self.write(PROTOCOL_HEADER)
-            self._drop("bad protocol header")
-            return b""
-        self.state = State.AWAIT_START_OK
-        self.write(start_frame(self.version))
-        return rest
-
     def _handle_frame(self, ftype: int, channel_id: int, payload: bytes) -> None:
-        if self.state is State.CLOSING:
-            self._while_closing(ftype, channel_id, payload)
+        """One whole frame: the state's rule (states.py) decides what happens to it."""
+        rule = connection_rule(self.state, ftype, channel_id, payload)
+        if rule.action is _TO_CHANNEL:
+            channel = self.channels.get(channel_id)
+            if channel is None:
+                self._new_channel(channel_id, ftype, payload)
+            else:
+                channel.handle_frame(ftype, payload)
             return
-        if ftype == FRAME_METHOD:
-            if len(payload) < 4:
-                raise unknown_frame(ftype, payload)
-            if method_index(payload) not in KNOWN_METHODS:
-                class_id, method_id = method_ids(payload)
-                raise DropConnection(f"unknown method {class_id}/{method_id}")
-        elif ftype == FRAME_HEADER:
-            if len(payload) < 12:
-                raise unknown_frame(ftype, payload)
-        elif ftype == FRAME_HEARTBEAT:
-            if payload:
-                raise unknown_frame(ftype, payload)
-            if channel_id == 0:
-                return
-            raise unexpected_frame_type(ftype, payload)
-        elif ftype != FRAME_BODY:
-            raise unknown_frame(ftype, payload)
-        if channel_id == 0:
-            if ftype != FRAME_METHOD:
-                raise unexpected_frame_type(ftype, payload)
-            self._channel0(payload)
-            return
-        if self.state is not State.OPEN:
-            raise unexpected_frame_type(ftype, payload)
-        channel = self.channels.get(channel_id)
-        if channel is None:
-            self._new_channel(channel_id, ftype, payload)
-        else:
-            channel.handle_frame(ftype, payload)
+        method = self._connection_method(payload) if rule.decode else None
+        _ACTIONS[rule.action](self, rule, ftype, payload, method)
 
-    def _while_closing(self, ftype: int, channel_id: int, payload: bytes) -> None:
-        """After we sent connection.close only close and close-ok on channel 0 count."""
-        if ftype != FRAME_METHOD or channel_id != 0 or len(payload) < 4:
-            return
-        index = method_index(payload)
-        if index == CONNECTION_CLOSE:
-            self.send_method(0, commands.Connection.CloseOk())
-        elif index == CONNECTION_CLOSE + 1:
-            self.should_close = True
+    def _connection_method(self, payload: bytes) -> Method:
+        """Decode a connection method: 501 for a short string that is not UTF-8, 541 for other
+        arguments that do not fit (during the handshake any error just drops the socket)."""
+        try:
+            return decode_method(payload)
+        except (MethodDecodeError, MalformedTable) as err:
+            if isinstance(err, BadUtf8):
+                raise frame_error("Malformed UTF-8 in shortstr").at(*method_ids(payload)) from err
+            raise ConnectionError_(541, "") from err
+
+    def _advance(self, event: ConnectionEvent) -> None:
+        self.state = next_connection_state(self.state, event)
 
     def _decode(self, payload: bytes) -> Method:
         """Decode a channel method; arguments that do not fit its layout are a 501."""
@@ -294,54 +256,60 @@ class Connection:
 
     def _new_channel(self, channel_id: int, ftype: int, payload: bytes) -> None:
         """First frame on a channel number: RabbitMQ counts channels against channel_max (it
-        does not check the number itself) and wants channel.open first."""
+        does not check the number itself), then the unopened channel's rules apply."""
         if len(self.channels) >= self.channel_max:
             raise ConnectionError_(
                 530,
                 f"number of channels opened ({len(self.channels)}) has reached the "
                 f"negotiated channel_max ({self.channel_max})",
             )
-        if ftype != FRAME_METHOD:
-            raise unexpected_frame("expected method frame, got non method frame instead")
-        self._decode(payload)
-        if method_index(payload) != CHANNEL_OPEN:
-            raise channel_error("expected 'channel.open'").at(*method_ids(payload))
-        self.channels[channel_id] = Channel(self, channel_id)
-        self.send_method(channel_id, commands.Channel.OpenOk())
+        rule = channel_rule(ChannelState.UNOPENED, ftype, payload)
+        if rule.decode:
+            self._decode(payload)
+        if rule.action is ChannelAction.OPEN_CHANNEL:
+            self.channels[channel_id] = Channel(self, channel_id, self.routes)
+            self.send_method(channel_id, commands.Channel.OpenOk())
+            return
+        assert rule.action is ChannelAction.REFUSE and rule.error is not None
+        raise rule.error.error(ftype, payload)
 
     # ------------------------------------------------------------------ connection class
-    def _channel0(self, payload: bytes) -> None:
-        try:
-            method = decode_method(payload)
-        except (MethodDecodeError, MalformedTable) as err:
-            if self.state is not State.OPEN:
-                raise DropConnection("undecodable connection method") from err
-            if isinstance(err, BadUtf8):
-                raise frame_error("Malformed UTF-8 in shortstr").at(*method_ids(payload)) from err
-            raise ConnectionError_(541, "") from err
-        name = method.name
-        if self.state is State.OPEN:
-            if name == "Connection.Close":
-                self._teardown()
-                self.send_method(0, commands.Connection.CloseOk())
-                self.should_close = True
-                self.close_reason = "client closed"
-            elif name == "Connection.UpdateSecret":
-                self.send_method(0, commands.Connection.UpdateSecretOk())
-            else:
-                raise channel_error("unexpected method in connection state running").at(
-                    *method_ids(payload)
-                )
-        elif self.state is State.AWAIT_START_OK and name == "Connection.StartOk":
-            self._start_ok(method)
-        elif self.state is State.AWAIT_TUNE_OK and name == "Connection.TuneOk":
-            self._tune_ok(method)
-        elif self.state is State.AWAIT_OPEN and name == "Connection.Open":
-            self._open(method)
-        else:
-            raise DropConnection(f"{name} during the handshake ({self.state.value})")
+    def _ignore(self, rule: Rule, ftype: int, payload: bytes, method: Method | None) -> None:
+        return
 
-    def _start_ok(self, method: commands.Connection.StartOk) -> None:
+    def _drop_frame(self, rule: Rule, ftype: int, payload: bytes, method: Method | None) -> None:
+        class_id, method_id = method_ids(payload)
+        raise DropConnection(f"method {class_id}/{method_id} in state {self.state.name}")
+
+    def _frame_error(self, rule: Rule, ftype: int, payload: bytes, method: Method | None) -> None:
+        raise unknown_frame(ftype, payload)
+
+    def _unexpected_frame(
+        self, rule: Rule, ftype: int, payload: bytes, method: Method | None
+    ) -> None:
+        raise unexpected_frame_type(ftype, payload)
+
+    def _refuse(self, rule: Rule, ftype: int, payload: bytes, method: Method | None) -> None:
+        assert rule.error is not None
+        raise rule.error.error(ftype, payload)
+
+    def _close(self, rule: Rule, ftype: int, payload: bytes, method: Method | None) -> None:
+        self._teardown()
+        self.send_method(0, commands.Connection.CloseOk())
+        self.should_close = True
+        self.close_reason = "client closed"
+
+    def _update_secret(self, rule: Rule, ftype: int, payload: bytes, method: Method | None) -> None:
+        self.send_method(0, commands.Connection.UpdateSecretOk())
+
+    def _answer_close(self, rule: Rule, ftype: int, payload: bytes, method: Method | None) -> None:
+        self.send_method(0, commands.Connection.CloseOk())
+
+    def _close_done(self, rule: Rule, ftype: int, payload: bytes, method: Method | None) -> None:
+        self.should_close = True
+
+    def _start_ok(self, rule: Rule, ftype: int, payload: bytes, method: Method | None) -> None:
+        assert isinstance(method, commands.Connection.StartOk)
         self.client_properties = method.client_properties or {}
         caps = self.client_properties.get("capabilities")
         self.capabilities = caps if isinstance(caps, dict) else {}
@@ -356,7 +324,7 @@ class Connection:
             self._refuse_login(mechanism)
             return
         self.user = user.name
-        self.state = State.AWAIT_TUNE_OK
+        self._advance(ConnectionEvent.STARTED)
         self.send_method(
             0,
             commands.Connection.Tune(
@@ -377,16 +345,17 @@ class Connection:
             self._write_close(error)
         self._drop("authentication failed")
 
-    def _tune_ok(self, method: commands.Connection.TuneOk) -> None:
+    def _tune_ok(self, rule: Rule, ftype: int, payload: bytes, method: Method | None) -> None:
         """The client's values must lie within ours; 0 (no limit) is refused because we have
         limits. RabbitMQ closes the socket silently on a refusal."""
+        assert isinstance(method, commands.Connection.TuneOk)
         self._check_tuned("frame_max", method.frame_max, MIN_FRAME_MAX, self.config.frame_max)
         self._check_tuned("channel_max", method.channel_max, 1, self.config.channel_max)
         self.frame_max = method.frame_max
         self.channel_max = method.channel_max
         self.heartbeat = method.heartbeat
         self.reader.frame_max = method.frame_max
-        self.state = State.AWAIT_OPEN
+        self._advance(ConnectionEvent.TUNED)
 
     @staticmethod
     def _check_tuned(field: str, value: int, minimum: int, maximum: int) -> None:
@@ -395,7 +364,8 @@ class Connection:
         if value < minimum:
             raise DropConnection(f"negotiated {field} = {value} is below {minimum}")
 
-    def _open(self, method: commands.Connection.Open) -> None:
+    def _open(self, rule: Rule, ftype: int, payload: bytes, method: Method | None) -> None:
+        assert isinstance(method, commands.Connection.Open)
         vhost = self.node.vhost(method.virtual_host)
         if vhost is None:
             self._close_with(
@@ -411,34 +381,34 @@ class Connection:
             )
             return
         self.vhost = vhost
-        self.state = State.OPEN
+        self._advance(ConnectionEvent.OPENED)
         self.node.connections.add(self)
         self.send_method(0, commands.Connection.OpenOk())
 
     # ------------------------------------------------------------------ closing
     def connection_error(self, error: AMQPError) -> None:
         """A hard error: connection.close once open; during the handshake, just the socket."""
-        if self.state in (State.CLOSING, State.CLOSED) or self.should_close:
-            return
-        if self.state is not State.OPEN:
-            self._drop(f"handshake error: {error.reply_text}")
-            return
-        self._close_with(error)
+        policy = error_policy(self.state, self.should_close).error
+        if policy is OnError.CLOSE:
+            self._close_with(error)
+        elif policy is OnError.DROP:
+            self._drop(f"error in state {self.state.name}: {error.reply_text}")
 
     def _lost_sync(self, error: FrameSyncError) -> None:
         """Frame error: say why, then read nothing more and let the socket go."""
-        if self.state is State.OPEN:
+        policy = error_policy(self.state, self.should_close).frame_sync
+        if policy is OnError.CLOSE:
             self._close_with(error)
             self.should_close = True
             self.linger = True
-        else:
+        elif policy is OnError.DROP:
             self._drop(f"frame error: {error.reply_text}")
 
     def _close_with(self, error: AMQPError) -> None:
         self.close_reason = error.reply_text
         self._teardown()
         self._write_close(error)
-        self.state = State.CLOSING
+        self._advance(ConnectionEvent.CLOSE_SENT)
 
     def _write_close(self, error: AMQPError) -> None:
         self.write(
@@ -452,9 +422,10 @@ class Connection:
 
     def server_close(self, reply_code: int, text: str) -> None:
         """Broker-initiated close, e.g. 320 CONNECTION_FORCED on shutdown."""
-        if self.state is State.OPEN and not self.should_close:
+        policy = error_policy(self.state, self.should_close).server_close
+        if policy is OnError.CLOSE:
             self._close_with(ConnectionError_(reply_code, text))
-        elif self.state is not State.CLOSING:
+        elif policy is OnError.DROP:
             self._drop(text)
 
     def _teardown(self) -> None:
@@ -469,9 +440,9 @@ class Connection:
 
     def lost(self) -> None:
         """The socket is gone (peer closed, heartbeat missed, error)."""
-        if self.state is not State.CLOSED:
+        if self.state is not _CLOSED:
             self._teardown()
-            self.state = State.CLOSED
+            self._advance(ConnectionEvent.LOST)
             self._out.clear()
 
     def view(self) -> ConnectionView:
@@ -492,6 +463,22 @@ class Connection:
 
     def channel_closed(self, channel_id: int) -> None:
         self.channels.pop(channel_id, None)
+
+
+_ACTIONS: dict[ConnectionAction, Callable[[Connection, Rule, int, bytes, Method | None], None]] = {
+    ConnectionAction.IGNORE: Connection._ignore,
+    ConnectionAction.DROP: Connection._drop_frame,
+    ConnectionAction.FRAME_ERROR: Connection._frame_error,
+    ConnectionAction.UNEXPECTED_FRAME: Connection._unexpected_frame,
+    ConnectionAction.REFUSE: Connection._refuse,
+    ConnectionAction.START_OK: Connection._start_ok,
+    ConnectionAction.TUNE_OK: Connection._tune_ok,
+    ConnectionAction.OPEN: Connection._open,
+    ConnectionAction.CLOSE: Connection._close,
+    ConnectionAction.UPDATE_SECRET: Connection._update_secret,
+    ConnectionAction.ANSWER_CLOSE: Connection._answer_close,
+    ConnectionAction.CLOSE_DONE: Connection._close_done,
+}
 
 
 def _ids(error: AMQPError) -> tuple[int, int]:

@@ -5,15 +5,18 @@ further method on the channel is refused as RabbitMQ refuses it."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from pamqp import commands
 
 from rabbitish.engine.errors import precondition_failed
 from rabbitish.engine.transactions import Transaction
 from rabbitish.protocol import outgoing
-from rabbitish.protocol.channel import Channel, handles
+
+if TYPE_CHECKING:
+    from rabbitish.protocol.channel import Channel
 
 
-@handles("Tx.Select")
 def tx_select(ch: Channel, method: commands.Tx.Select, payload: bytes) -> None:
     if ch.mode == "confirm":
         raise precondition_failed("cannot switch from confirm to tx mode")
@@ -29,7 +32,6 @@ def _require_tx(ch: Channel) -> Transaction:
     return ch.tx
 
 
-@handles("Tx.Commit")
 def tx_commit(ch: Channel, method: commands.Tx.Commit, payload: bytes) -> None:
     # A commit the engine refuses (a reject-publish queue is full: RabbitMQ's "partial tx
     # completion") raises before anything is applied; the channel then closes, rolling back.
@@ -55,7 +57,6 @@ def tx_commit(ch: Channel, method: commands.Tx.Commit, payload: bytes) -> None:
         ch.resume_deliveries()
 
 
-@handles("Tx.Rollback")
 def tx_rollback(ch: Channel, method: commands.Tx.Rollback, payload: bytes) -> None:
     restored = _require_tx(ch).rollback()
     ch.begin_transaction()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import struct
+from typing import TYPE_CHECKING
 
 from pamqp import commands
 
@@ -15,20 +16,20 @@ from rabbitish.engine.errors import (
 )
 from rabbitish.engine.queue import Queue
 from rabbitish.engine.reply_to import REPLY_TO
-from rabbitish.protocol.channel import Channel, handles
 from rabbitish.protocol.codec import argument_types
 from rabbitish.protocol.framing import encode_method_payload
+
+if TYPE_CHECKING:
+    from rabbitish.protocol.channel import Channel
 
 _DECLARE_OK = struct.pack(">HH", 50, 11)
 
 
 # ---------------------------------------------------------------------- channel class
-@handles("Channel.Open")
 def channel_open(ch: Channel, method: commands.Channel.Open, payload: bytes) -> None:
     raise channel_error("second 'channel.open' seen")
 
 
-@handles("Channel.Close")
 def channel_close(ch: Channel, method: commands.Channel.Close, payload: bytes) -> None:
     ch.teardown()
     ch.closed = True
@@ -36,12 +37,10 @@ def channel_close(ch: Channel, method: commands.Channel.Close, payload: bytes) -
     ch.conn.send_method(ch.id, commands.Channel.CloseOk())
 
 
-@handles("Channel.CloseOk")
 def channel_close_ok(ch: Channel, method: commands.Channel.CloseOk, payload: bytes) -> None:
     return  # only meaningful while closing, handled there
 
 
-@handles("Channel.Flow")
 def channel_flow(ch: Channel, method: commands.Channel.Flow, payload: bytes) -> None:
     if not method.active:
         raise not_implemented("active=false")
@@ -50,7 +49,6 @@ def channel_flow(ch: Channel, method: commands.Channel.Flow, payload: bytes) -> 
     ch.resume_deliveries()
 
 
-@handles("Channel.FlowOk")
 def channel_flow_ok(ch: Channel, method: commands.Channel.FlowOk, payload: bytes) -> None:
     # The broker never sends channel.flow, so a flow-ok is unsolicited.
     raise command_invalid("unimplemented method")
@@ -62,7 +60,6 @@ def strip_cr_lf(name: str) -> str:
     return name.replace("\r", "").replace("\n", "") if "\r" in name or "\n" in name else name
 
 
-@handles("Exchange.Declare")
 def exchange_declare(ch: Channel, method: commands.Exchange.Declare, payload: bytes) -> None:
     ch.vhost.declare_exchange(
         strip_cr_lf(method.exchange),
@@ -78,14 +75,12 @@ def exchange_declare(ch: Channel, method: commands.Exchange.Declare, payload: by
         ch.conn.send_method(ch.id, commands.Exchange.DeclareOk())
 
 
-@handles("Exchange.Delete")
 def exchange_delete(ch: Channel, method: commands.Exchange.Delete, payload: bytes) -> None:
     ch.vhost.delete_exchange(strip_cr_lf(method.exchange), if_unused=method.if_unused)
     if not method.nowait:
         ch.conn.send_method(ch.id, commands.Exchange.DeleteOk())
 
 
-@handles("Exchange.Bind")
 def exchange_bind(ch: Channel, method: commands.Exchange.Bind, payload: bytes) -> None:
     ch.vhost.add_binding(
         "exchange",
@@ -100,7 +95,6 @@ def exchange_bind(ch: Channel, method: commands.Exchange.Bind, payload: bytes) -
         ch.conn.send_method(ch.id, commands.Exchange.BindOk())
 
 
-@handles("Exchange.Unbind")
 def exchange_unbind(ch: Channel, method: commands.Exchange.Unbind, payload: bytes) -> None:
     ch.vhost.remove_binding(
         "exchange",
@@ -136,7 +130,6 @@ def _binding_key(ch: Channel, queue: str, routing_key: str) -> str:
     return routing_key
 
 
-@handles("Queue.Declare")
 def queue_declare(ch: Channel, method: commands.Queue.Declare, payload: bytes) -> None:
     name = strip_cr_lf(method.queue)
     if name.startswith(REPLY_TO):
@@ -173,7 +166,6 @@ def _declare_reply_to(ch: Channel, method: commands.Queue.Declare, name: str) ->
         _declare_ok(ch, name, 0, 1)
 
 
-@handles("Queue.Bind")
 def queue_bind(ch: Channel, method: commands.Queue.Bind, payload: bytes) -> None:
     ch.vhost.add_binding(
         "queue",
@@ -188,7 +180,6 @@ def queue_bind(ch: Channel, method: commands.Queue.Bind, payload: bytes) -> None
         ch.conn.send_method(ch.id, commands.Queue.BindOk())
 
 
-@handles("Queue.Unbind")
 def queue_unbind(ch: Channel, method: commands.Queue.Unbind, payload: bytes) -> None:
     ch.vhost.remove_binding(
         "queue",
@@ -201,7 +192,6 @@ def queue_unbind(ch: Channel, method: commands.Queue.Unbind, payload: bytes) -> 
     ch.conn.send_method(ch.id, commands.Queue.UnbindOk())
 
 
-@handles("Queue.Purge")
 def queue_purge(ch: Channel, method: commands.Queue.Purge, payload: bytes) -> None:
     queue = queue_for(ch, method.queue)
     count = queue.purge()
@@ -209,7 +199,6 @@ def queue_purge(ch: Channel, method: commands.Queue.Purge, payload: bytes) -> No
         ch.conn.send_method(ch.id, commands.Queue.PurgeOk(message_count=count))
 
 
-@handles("Queue.Delete")
 def queue_delete(ch: Channel, method: commands.Queue.Delete, payload: bytes) -> None:
     count = ch.vhost.delete_queue(
         queue_name(ch, method.queue),
@@ -222,7 +211,6 @@ def queue_delete(ch: Channel, method: commands.Queue.Delete, payload: bytes) -> 
 
 
 # ---------------------------------------------------------------------- confirm class
-@handles("Confirm.Select")
 def confirm_select(ch: Channel, method: commands.Confirm.Select, payload: bytes) -> None:
     if ch.mode == "tx":
         raise precondition_failed("cannot switch from tx to confirm mode")

@@ -1,5 +1,6 @@
-"""Moves bytes between a socket and a sans-IO protocol Connection: reads feed it, its output is
-written in one batch per loop turn, heartbeats are sent and missed ones close the socket.
+"""Moves bytes between a socket and a sans-IO 0-9-1 protocol Connection: reads feed it, its
+output is written in one batch per loop turn, heartbeats are sent and missed ones close the
+socket. It takes a connection over from the listener once the protocol header chose 0-9-1.
 
 Timers follow RabbitMQ: once tuned, a heartbeat goes out every heartbeat/2 seconds in which
 nothing else was sent, and a peer silent for two consecutive heartbeat periods is dropped. After
@@ -14,19 +15,19 @@ from collections.abc import Callable
 
 from rabbitish.config import Config
 from rabbitish.engine.node import Node
-from rabbitish.protocol.connection import Connection, State
-from rabbitish.protocol.framing import PROTOCOL_HEADER
+from rabbitish.protocol.connection import Connection
+from rabbitish.protocol.states import TUNED_STATES, ConnectionState
 
 log = logging.getLogger("rabbitish.connection")
 
-AMQP10_HEADERS = (b"AMQP\x03\x01\x00\x00", b"AMQP\x00\x01\x00\x00")
 CLOSING_TIMEOUT = 30.0  # longest wait for close-ok (RabbitMQ's ?CLOSING_TIMEOUT)
 LINGER = 3.0  # after a frame error (RabbitMQ's ?SILENT_CLOSE_DELAY)
-_TUNED = (State.AWAIT_OPEN, State.OPEN)
+_OPEN = ConnectionState.OPEN
+_CLOSING = ConnectionState.CLOSING
 
 
 class AmqpServerProtocol(asyncio.Protocol):
-    """One per TCP connection."""
+    """One per 0-9-1 connection, from the listener's hand-over on (`take_over`)."""
 
     def __init__(self, node: Node, config: Config, registry: set[AmqpServerProtocol]) -> None:
         self.node = node
@@ -46,13 +47,21 @@ class AmqpServerProtocol(asyncio.Protocol):
         self._discard_input = False
 
     # ------------------------------------------------------------------ asyncio callbacks
-    def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
+    def take_over(
+        self, transport: asyncio.Transport, header: bytes, rest: bytes, deadline: float
+    ) -> None:
+        """The listener read a 0-9-1 (or 0-9) header and handed the socket over: answer
+        connection.start, then read what came after the header. `deadline` (loop time) ends
+        the handshake, counted from the accept."""
         self.transport = transport
         peer = transport.get_extra_info("peername")
-        self.conn = Connection(self.node, self.config, peer=str(peer), wake=self._schedule_flush)
+        self.conn = conn = Connection(
+            self.node, self.config, peer=str(peer), wake=self._schedule_flush
+        )
         self.registry.add(self)
-        self._later("handshake", self.config.handshake_timeout, self._handshake_timeout)
+        self._later("handshake", max(0.0, deadline - self.loop.time()), self._handshake_timeout)
+        conn.start(rest)
+        self._after_input(conn)
 
     def data_received(self, data: bytes) -> None:
         self._reads += 1
@@ -61,11 +70,14 @@ class AmqpServerProtocol(asyncio.Protocol):
         conn = self.conn
         assert conn is not None
         conn.receive(data)
+        self._after_input(conn)
+
+    def _after_input(self, conn: Connection) -> None:
         self._flush()
         if not self._open:
-            if not self._tuned and conn.state in _TUNED:
+            if not self._tuned and conn.state in TUNED_STATES:
                 self._tuned_now(conn)
-            if conn.state is State.OPEN:
+            if conn.state is _OPEN:
                 self._opened()
 
     def eof_received(self) -> bool | None:
@@ -108,7 +120,7 @@ class AmqpServerProtocol(asyncio.Protocol):
         if conn.should_close:
             self._finish(conn, transport)
             return
-        if conn.state is State.CLOSING and "closing" not in self._timers:
+        if conn.state is _CLOSING and "closing" not in self._timers:
             wait = conn.heartbeat if 0 < conn.heartbeat < CLOSING_TIMEOUT else CLOSING_TIMEOUT
             self._later("closing", wait, self._close_transport)
         if conn.consumers_starved and not conn.output_blocked:
@@ -147,7 +159,7 @@ class AmqpServerProtocol(asyncio.Protocol):
 
     def _handshake_timeout(self) -> None:
         self._timers.pop("handshake", None)
-        if self.conn is not None and self.conn.state is not State.OPEN:
+        if self.conn is not None and self.conn.state is not _OPEN:
             log.info("closing %s: handshake timeout", self.conn.peer)
             self._close_transport()
 
@@ -203,15 +215,8 @@ class AmqpServerProtocol(asyncio.Protocol):
         conn = self.conn
         if conn is None or self._closed:
             return
-        if conn.state is State.OPEN and not conn.should_close:
+        if conn.state is _OPEN and not conn.should_close:
             conn.server_close(reply_code, text)
             self._flush()
         elif self.transport is not None:
             self.transport.close()
-
-
-def is_amqp10(header: bytes) -> bool:
-    return header in AMQP10_HEADERS
-
-
-__all__ = ["PROTOCOL_HEADER", "AmqpServerProtocol"]

@@ -3,7 +3,9 @@ silently, and other protocol headers get ours back, exactly as RabbitMQ does."""
 
 from __future__ import annotations
 
+import random
 import socket
+import time
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
@@ -106,6 +108,41 @@ def _header_reply(url: str, header: bytes) -> tuple[bytes, bool]:
 )
 def test_other_protocol_headers_get_ours_back_and_a_close(amqp_url, header):
     assert _header_reply(amqp_url, header) == (PROTOCOL_HEADER, True)
+
+
+# Headers the listener has no front end for yet: the 1.0 ones get the 1.0 bridge later.
+_RANDOM_HEADER = random.Random(20240601).randbytes(8)
+UNSERVED_HEADERS = {
+    "amqp-1.0": b"AMQP\x00\x01\x00\x00",
+    "amqp-1.0-sasl": b"AMQP\x03\x01\x00\x00",
+    "random": _RANDOM_HEADER,
+}
+
+
+@pytest.mark.parametrize("bytewise", [False, True], ids=["whole", "byte-by-byte"])
+@pytest.mark.parametrize("header", UNSERVED_HEADERS.values(), ids=UNSERVED_HEADERS.keys())
+def test_unserved_headers_get_ours_back_and_a_close(amqp_url, header, bytewise):
+    """Byte by byte, nothing comes back before the eighth byte; then our header and a close."""
+    with socket.create_connection(host_port(amqp_url), timeout=5) as sock:
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        if bytewise:
+            for byte in header[:-1]:
+                sock.sendall(bytes([byte]))
+                time.sleep(0.02)  # separate segments
+            sock.settimeout(0.2)
+            with pytest.raises(TimeoutError):
+                sock.recv(4096)
+            sock.settimeout(5)
+            sock.sendall(header[-1:])
+        else:
+            sock.sendall(header)
+        data = b""
+        try:
+            while chunk := sock.recv(4096):
+                data += chunk
+        except ConnectionResetError:
+            pass
+    assert data == PROTOCOL_HEADER
 
 
 def test_amqp_0_9_header_is_served_as_0_9_1(amqp_url):
