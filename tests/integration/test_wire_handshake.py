@@ -85,13 +85,18 @@ def _header_reply(url: str, header: bytes) -> tuple[bytes, bool]:
     """What the broker answers to `header`, and whether it then closed the socket."""
     with socket.create_connection(host_port(url), timeout=5) as sock:
         sock.sendall(header)
-        data = b""
-        try:
-            while chunk := sock.recv(4096):
-                data += chunk
-        except ConnectionResetError:
-            pass
-        return data, True
+        return _read_to_close(sock), True
+
+
+def _read_to_close(sock: socket.socket) -> bytes:
+    """Everything the broker sends until it closes the socket."""
+    data = b""
+    try:
+        while chunk := sock.recv(4096):
+            data += chunk
+    except ConnectionResetError:
+        pass
+    return data
 
 
 @pytest.mark.parametrize(
@@ -136,13 +141,7 @@ def test_unserved_headers_get_ours_back_and_a_close(amqp_url, header, bytewise):
             sock.sendall(header[-1:])
         else:
             sock.sendall(header)
-        data = b""
-        try:
-            while chunk := sock.recv(4096):
-                data += chunk
-        except ConnectionResetError:
-            pass
-    assert data == PROTOCOL_HEADER
+        assert _read_to_close(sock) == PROTOCOL_HEADER
 
 
 def test_amqp_0_9_header_is_served_as_0_9_1(amqp_url):
