@@ -99,7 +99,8 @@ class Transaction:
             raise precondition_failed(f"transaction {self.id} is {self.state.value}")
 
     def stage_publish(self, message: Message, queues: list[Queue], mandatory: bool) -> None:
-        self._require(TxState.ACTIVE)
+        if self.state is not TxState.ACTIVE:
+            self._require(TxState.ACTIVE)
         self.publishes.append(StagedPublish(message, queues, mandatory))
 
     def stage_settle(
@@ -126,6 +127,8 @@ class Transaction:
         x-overflow reject-publish that would refuse a staged publish refuses the commit."""
         room: dict[int, list[int]] = {}  # queue -> [messages, bytes] as the commit would leave it
         for staged in self.publishes:
+            if not staged.queues:
+                continue
             size = staged.message.size
             for queue in staged.queues:
                 if queue.deleted or not queue.args.rejects_overflow:
@@ -150,13 +153,7 @@ class Transaction:
         self._require(TxState.ACTIVE, TxState.PREPARED)
         self.check()
         result = CommitResult()
-        touched: dict[int, Queue] = {}
-
-        def hold(queue: Queue) -> None:
-            if id(queue) not in touched:
-                touched[id(queue)] = queue
-                queue.suspend_dispatch()
-
+        touched: dict[int, Queue] = {}  # queues held (no deliveries) until all is applied
         try:
             for staged in self.publishes:
                 if not staged.queues and staged.mandatory:
@@ -164,11 +161,16 @@ class Transaction:
                 for queue in staged.queues:
                     if queue.deleted:
                         continue  # deleted since the publish: not an error (RabbitMQ agrees)
-                    hold(queue)
+                    if id(queue) not in touched:
+                        touched[id(queue)] = queue
+                        queue.suspend_dispatch()
                     queue.enqueue(staged.message)
             for settlement in self.settlements:
                 for delivery in settlement.deliveries:
-                    hold(delivery.queue)
+                    queue = delivery.queue
+                    if id(queue) not in touched:
+                        touched[id(queue)] = queue
+                        queue.suspend_dispatch()
                 settle(
                     settlement.deliveries,
                     settlement.outcome,

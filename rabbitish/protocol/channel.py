@@ -309,9 +309,9 @@ class Channel:
 
     def finish_commit(self) -> None:
         """The commit is complete: tell the client."""
-        if self.commit_in_progress and not (self.closing or self.closed):
-            self.commit_in_progress = False
-            self.conn.send_method(self.id, commands.Tx.CommitOk())
+        if self.state is _COMMITTING:  # not closed or closing meanwhile
+            self._advance(ChannelEvent.COMMIT_DONE)
+            self.conn.write(outgoing.commit_ok(self.id))
 
     def deliver(self, consumer: Consumer091, delivery: Delivery) -> None:
         tag = self.next_tag

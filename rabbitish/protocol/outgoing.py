@@ -4,6 +4,7 @@ call, which costs more than the broker's own work per message."""
 
 from __future__ import annotations
 
+import functools
 import struct
 
 from rabbitish.protocol.framing import FRAME_END_BYTE, FRAME_METHOD
@@ -27,6 +28,12 @@ def _shortstr(value: str) -> bytes:
 
 def _method(channel: int, payload: bytes) -> bytes:
     return _method_frame.pack(FRAME_METHOD, channel, len(payload)) + payload + FRAME_END_BYTE
+
+
+@functools.cache
+def commit_ok(channel: int) -> bytes:
+    """tx.commit-ok: no arguments, so one frame per channel number serves every commit."""
+    return _method(channel, struct.pack(">HH", 90, 21))
 
 
 def deliver(
