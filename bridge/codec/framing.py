@@ -1,0 +1,180 @@
+"""AMQP 1.0 frames: the 8-byte header (size, data offset, type, channel), an extended header we
+skip, the performative and, for a transfer, the message bytes after it. Sans-IO: the reader
+takes whatever slices of the stream arrive and hands back whole frames.
+
+The reader checks a frame's size against the negotiated maximum as soon as the four size bytes
+are in, so a peer cannot make us buffer a frame we would refuse anyway."""
+
+from __future__ import annotations
+
+import dataclasses
+import struct
+from dataclasses import dataclass
+from typing import Any
+
+from .decoder import decode
+from .definitions import COMPOSITES, DEFINITIONS, PERFORMATIVES, SASL_FRAMES
+from .encoder import encode, encode_into
+from .values import DecodeError
+
+AMQP_HEADER = b"AMQP\x00\x01\x00\x00"
+SASL_HEADER = b"AMQP\x03\x01\x00\x00"
+FRAME_AMQP = 0
+FRAME_SASL = 1
+MIN_MAX_FRAME_SIZE: int = DEFINITIONS["MIN_MAX_FRAME_SIZE"]
+HEADER_SIZE = 8
+
+_HEADER = struct.Struct(">IBBH")
+_SIZE = struct.Struct(">I").unpack_from
+_BODY_TYPES = {FRAME_AMQP: frozenset(PERFORMATIVES), FRAME_SASL: frozenset(SASL_FRAMES)}
+_Transfer = COMPOSITES["transfer"]
+
+
+class FramingError(Exception):
+    """The stream is not a sequence of well-formed frames (a size or data offset that cannot
+    be, a frame over the maximum size, an unknown frame type): the connection closes with
+    amqp:connection:framing-error. `frames` holds the good frames read before it in the same
+    feed."""
+
+    def __init__(self, message: str, frames: list[Frame] | None = None) -> None:
+        super().__init__(message)
+        self.frames: list[Frame] = frames or []
+
+
+class FrameDecodeError(DecodeError):
+    """A frame whose body is not a performative of its frame type, or does not decode: the
+    connection closes with amqp:decode-error. `frames` as for FramingError; the stream stays in
+    step (the bad frame is consumed)."""
+
+    def __init__(self, message: str, frames: list[Frame] | None = None) -> None:
+        super().__init__(message)
+        self.frames: list[Frame] = frames or []
+
+
+@dataclass(frozen=True, slots=True)
+class Frame:
+    """One frame: `body` is the performative (None for an empty frame, a heartbeat) and
+    `payload` the bytes after it (a transfer's share of the message)."""
+
+    type: int
+    channel: int
+    body: Any | None
+    payload: bytes
+
+
+class FrameReader:
+    """Splits a byte stream (after the protocol header) into frames. Any slicing of the stream
+    works, one byte at a time included. `max_frame_size` may be changed at any time (once the
+    open exchange has settled it)."""
+
+    __slots__ = ("_buffer", "max_frame_size")
+
+    def __init__(self, max_frame_size: int) -> None:
+        self._buffer = bytearray()
+        self.max_frame_size = max_frame_size
+
+    @property
+    def buffered(self) -> int:
+        """Bytes held towards a frame not yet complete."""
+        return len(self._buffer)
+
+    def feed(self, data: bytes | bytearray | memoryview) -> list[Frame]:
+        """Take more of the stream; return the frames it completes. Raises FramingError or
+        FrameDecodeError at the first bad frame."""
+        buf = self._buffer
+        buf += data
+        frames: list[Frame] = []
+        offset = 0
+        try:
+            while len(buf) - offset >= 4:
+                size = _SIZE(buf, offset)[0]
+                if size > self.max_frame_size:
+                    raise FramingError(
+                        f"frame of {size} bytes exceeds the maximum frame size "
+                        f"{self.max_frame_size}"
+                    )
+                if size < HEADER_SIZE:
+                    raise FramingError(f"frame size {size} is smaller than a frame header")
+                if len(buf) - offset < size:
+                    break
+                with memoryview(buf) as view:
+                    frame = bytes(view[offset : offset + size])
+                offset += size
+                frames.append(parse_frame(frame))
+        except (FramingError, FrameDecodeError) as exc:
+            exc.frames = frames
+            raise
+        finally:
+            if offset:
+                del buf[:offset]
+        return frames
+
+
+def parse_frame(frame: bytes) -> Frame:
+    """One whole frame (its size already checked against the buffer) as a Frame."""
+    size, doff, frame_type, channel = _HEADER.unpack_from(frame)
+    if doff < 2:
+        raise FramingError(f"data offset {doff} is below the minimum of 2")
+    start = doff * 4
+    if start > size:
+        raise FramingError(f"data offset {doff} ({start} bytes) exceeds the frame size {size}")
+    allowed = _BODY_TYPES.get(frame_type)
+    if allowed is None:
+        raise FramingError(f"unknown frame type 0x{frame_type:02x}")
+    if start == size:
+        if frame_type == FRAME_SASL:
+            raise FramingError("empty SASL frame")
+        return Frame(frame_type, channel, None, b"")
+    try:
+        body, end = decode(frame, start)
+    except DecodeError as exc:
+        raise FrameDecodeError(f"frame body on channel {channel}: {exc}") from exc
+    if type(body) not in allowed:
+        kind = "performative" if frame_type == FRAME_AMQP else "SASL frame body"
+        raise FrameDecodeError(f"frame body {type(body).__name__} is not a {kind}")
+    return Frame(frame_type, channel, body, frame[end:])
+
+
+def encode_frame(
+    channel: int, body: Any | None, payload: bytes = b"", frame_type: int = FRAME_AMQP
+) -> bytes:
+    """One frame; body None makes an empty frame (a heartbeat)."""
+    out = bytearray(HEADER_SIZE)
+    if body is not None:
+        encode_into(body, out)
+    out += payload
+    _HEADER.pack_into(out, 0, len(out), 2, frame_type, channel)
+    return bytes(out)
+
+
+HEARTBEAT = encode_frame(0, None)
+
+
+def _transfer_frame(channel: int, performative: bytes, chunk: memoryview) -> bytes:
+    size = HEADER_SIZE + len(performative) + len(chunk)
+    return b"".join((_HEADER.pack(size, 2, FRAME_AMQP, channel), performative, chunk))
+
+
+def encode_transfers(
+    channel: int, transfer: Any, payload: bytes, max_frame_size: int
+) -> list[bytes]:
+    """The transfer frames for one message: as many as it takes for none to exceed
+    max_frame_size, all but the last with more=True (the last keeps the transfer's own `more`).
+    Every frame repeats the transfer's fields, which the spec allows."""
+    if not isinstance(transfer, _Transfer):
+        raise TypeError(f"encode_transfers takes a Transfer, not {type(transfer).__name__}")
+    view = memoryview(payload).cast("B")
+    last = encode(transfer)
+    if HEADER_SIZE + len(last) + len(view) <= max_frame_size:
+        return [_transfer_frame(channel, last, view)]
+    middle = encode(dataclasses.replace(transfer, more=True))
+    room = max_frame_size - HEADER_SIZE - len(middle)
+    if room <= 0:
+        raise ValueError(f"a transfer frame cannot carry any payload in {max_frame_size} bytes")
+    frames = []
+    pos = 0
+    while HEADER_SIZE + len(last) + len(view) - pos > max_frame_size:
+        frames.append(_transfer_frame(channel, middle, view[pos : pos + room]))
+        pos += room
+    frames.append(_transfer_frame(channel, last, view[pos:]))
+    return frames

@@ -1,0 +1,1 @@
+"""AMQP 1.0 bridge tests."""
