@@ -6,8 +6,8 @@ RabbitMQ answers one.
 
 A front end is a factory `(node, config, registry) -> protocol`; the protocol it builds takes the
 socket over through `take_over(transport, header, rest, deadline)` and from then on is the
-transport's asyncio protocol. The AMQP 1.0 headers are named here for the bridge to register
-under; until it does they are refused like any other header."""
+transport's asyncio protocol. AMQP 1.0, with or without its SASL layer, goes to the bridge
+(server/amqp10.py), 0-9-1 and 0-9 to the 0-9-1 protocol."""
 
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ from typing import Any, Protocol
 from rabbitish.config import Config
 from rabbitish.engine.node import Node
 from rabbitish.protocol.framing import PROTOCOL_HEADER, PROTOCOL_HEADER_0_9
+from rabbitish.server.amqp10 import Amqp10ServerProtocol
 from rabbitish.server.connection import AmqpServerProtocol
 
 log = logging.getLogger("rabbitish.connection")
@@ -46,6 +47,8 @@ class FrontEnd(Protocol):
 FRONT_ENDS: dict[bytes, FrontEnd] = {
     AMQP_0_9_1: AmqpServerProtocol,
     AMQP_0_9: AmqpServerProtocol,
+    AMQP_1_0: Amqp10ServerProtocol,
+    AMQP_1_0_SASL: Amqp10ServerProtocol,
 }
 
 

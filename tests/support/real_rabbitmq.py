@@ -109,15 +109,17 @@ class RealRabbit:
             "loopback_users = none",
             f"listeners.tcp.default = 127.0.0.1:{self.port}",
         ]
-        plugins = "[]."
+        # AMQP 1.0 on the same port, as rabbitish serves it.
+        plugins = ["rabbitmq_amqp1_0"]
         if self.management_port is not None:
             lines += [
                 f"management.tcp.port = {self.management_port}",
                 "management.tcp.ip = 127.0.0.1",
             ]
-            plugins = "[rabbitmq_management]."
+            plugins.append("rabbitmq_management")
+        enabled = f"[{','.join(plugins)}]."
         (base / "rabbitmq.conf").write_text("\n".join(lines) + "\n")
-        (base / "enabled_plugins").write_text(plugins + "\n")
+        (base / "enabled_plugins").write_text(enabled + "\n")
         (base / "rabbitmq-env.conf").write_text("")
 
     @property

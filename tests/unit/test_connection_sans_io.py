@@ -8,6 +8,7 @@ from pamqp import commands
 
 from rabbitish.protocol.framing import FRAME_BODY, FRAME_HEADER, encode_method
 from rabbitish.protocol.states import ChannelState, ConnectionState
+from rabbitish.server.amqp10 import Amqp10ServerProtocol
 from rabbitish.server.connection import AmqpServerProtocol
 from rabbitish.server.listener import (
     AMQP_0_9,
@@ -216,6 +217,7 @@ def test_a_server_method_from_the_client_is_unimplemented():
 def test_the_protocol_header_chooses_the_front_end():
     assert front_end_for(AMQP_0_9_1) is AmqpServerProtocol
     assert front_end_for(AMQP_0_9) is AmqpServerProtocol
-    for header in (AMQP_1_0, AMQP_1_0_SASL, b"GET / HT", b"AMQP\x00\x00\x09\x00"):
+    assert front_end_for(AMQP_1_0) is front_end_for(AMQP_1_0_SASL) is Amqp10ServerProtocol
+    for header in (b"GET / HT", b"AMQP\x00\x00\x09\x00", b"AMQP\x00\x02\x00\x00"):
         assert front_end_for(header) is None  # answered with our header and a close
     assert all(len(header) == 8 for header in FRONT_ENDS)

@@ -1,0 +1,450 @@
+"""One AMQP 1.0 connection, sans-IO: the listener hands over the protocol header it read and
+the bytes after it; `receive(bytes)` in, frames accumulate for the I/O layer (`take_output`).
+It runs the SASL exchange (or logs in anonymously when the client skips SASL), the open/close
+handshake with max-frame-size, channel-max and idle-time-out negotiated, and the session table;
+sessions run their links on the engine.
+
+Every state and the frames it accepts are in `ACCEPTS`; a frame a state does not accept, an
+undecodable one and a broken frame each close the connection with the condition the spec names
+(amqp:illegal-state, amqp:decode-error, amqp:connection:framing-error)."""
+
+from __future__ import annotations
+
+import enum
+import logging
+import os
+from collections.abc import Callable
+from typing import Any
+
+from rabbitish.bridge import sasl
+from rabbitish.bridge.codec import (
+    AMQP_HEADER,
+    FRAME_AMQP,
+    FRAME_SASL,
+    MIN_MAX_FRAME_SIZE,
+    SASL_HEADER,
+    DecodeError,
+    Frame,
+    FrameReader,
+    FramingError,
+    Symbol,
+    UInt,
+    UShort,
+    encode_frame,
+)
+from rabbitish.bridge.codec.definitions import (
+    Attach,
+    Begin,
+    Close,
+    Detach,
+    Disposition,
+    End,
+    Error,
+    Flow,
+    Open,
+    SaslInit,
+    SaslMechanisms,
+    SaslOutcome,
+    SaslResponse,
+    Transfer,
+)
+from rabbitish.bridge.session import Session
+
+from rabbitish.config import Config
+from rabbitish.engine.errors import AMQPError
+from rabbitish.engine.node import Node
+from rabbitish.engine.sessions import ConnectionView
+from rabbitish.engine.vhost import VirtualHost
+
+log = logging.getLogger("rabbitish.amqp10")
+
+PRODUCT = "rabbitish"
+DECODE_ERROR = "amqp:decode-error"
+FRAMING_ERROR = "amqp:connection:framing-error"
+ILLEGAL_STATE = "amqp:illegal-state"
+INTERNAL_ERROR = "amqp:internal-error"
+NOT_FOUND = "amqp:not-found"
+UNAUTHORIZED = "amqp:unauthorized-access"
+FORCED = "amqp:connection:forced"
+
+
+class State(enum.Enum):
+    SASL = "awaiting sasl-init"
+    AWAIT_HEADER = "awaiting the AMQP header after SASL"
+    AWAIT_OPEN = "awaiting open"
+    OPENED = "opened"
+    CLOSE_SENT = "close sent"  # we closed (error or shutdown); waiting for the peer's close
+    CLOSED = "closed"
+
+
+# Frame bodies each state accepts (None: an empty frame, i.e. a heartbeat).
+ACCEPTS: dict[State, tuple[Any, ...]] = {
+    State.SASL: (SaslInit, SaslResponse),
+    State.AWAIT_HEADER: (),
+    State.AWAIT_OPEN: (Open,),
+    State.OPENED: (Begin, Attach, Flow, Transfer, Disposition, Detach, End, Close, type(None)),
+    State.CLOSE_SENT: (Begin, Attach, Flow, Transfer, Disposition, Detach, End, Close, type(None)),
+    State.CLOSED: (),
+}
+
+
+class ConnectionClosed(Exception):
+    """Raised inside frame handling to close the connection with an AMQP 1.0 error."""
+
+    def __init__(self, condition: str, description: str = "") -> None:
+        super().__init__(f"{condition}: {description}")
+        self.condition = condition
+        self.description = description
+
+
+class Connection10:
+    def __init__(
+        self,
+        node: Node,
+        config: Config,
+        peer: str = "",
+        wake: Callable[[], None] | None = None,
+    ) -> None:
+        self.node = node
+        self.config = config
+        self.peer = peer
+        self._wake = wake or (lambda: None)
+        self.state = State.AWAIT_OPEN
+        self.reader = FrameReader(MIN_MAX_FRAME_SIZE)
+        self.max_frame_size = config.frame_max  # ours until open, then the smaller of the two
+        self.channel_max = config.channel_max
+        self.idle_timeout_ms = config.heartbeat * 1000  # what we announce (0: none)
+        self.remote_idle_timeout_ms = 0  # the peer's: we must send within half of it
+        self.container_id = ""
+        self.client_properties: dict[str, Any] = {}
+        self.user: str | None = None
+        self.vhost: VirtualHost | None = None
+        self.sessions: dict[int, Session] = {}  # by our channel number
+        self._remote_channels: dict[int, int] = {}  # peer's channel -> ours
+        self._out: list[bytes] = []
+        self.out_size = 0
+        self._header = b""
+        self.should_close = False
+        self.close_reason: str | None = None
+        self.paused = False
+
+    # ------------------------------------------------------------------ output
+    def write(self, data: bytes) -> None:
+        if self.state is State.CLOSED:
+            return
+        if not self._out:
+            self._wake()
+        self._out.append(data)
+        self.out_size += len(data)
+
+    def send(self, channel: int, body: Any, payload: bytes = b"") -> None:
+        self.write(encode_frame(channel, body, payload))
+
+    def take_output(self) -> bytes:
+        data = b"".join(self._out)
+        self._out.clear()
+        self.out_size = 0
+        return data
+
+    @property
+    def output_blocked(self) -> bool:
+        return self.paused or self.out_size > self.config.max_pending_output
+
+    def output_drained(self) -> None:
+        for session in list(self.sessions.values()):
+            session.resume()
+
+    # ------------------------------------------------------------------ input
+    def start(self, header: bytes, rest: bytes) -> None:
+        """The listener read `header`: answer it, then read what followed."""
+        if header == SASL_HEADER:
+            self.state = State.SASL
+            self.write(SASL_HEADER)
+            mechanisms = sasl.mechanisms(self.config.anonymous_user)
+            offered = SaslMechanisms(sasl_server_mechanisms=[Symbol(m) for m in mechanisms])
+            self.write(encode_frame(0, offered, frame_type=FRAME_SASL))
+        else:
+            outcome = sasl.login_anonymously(self.node.users, self.config.anonymous_user)
+            if outcome.user is None:
+                # No SASL and no anonymous user: the spec's answer is the SASL header, then go.
+                self.write(SASL_HEADER)
+                self._drop("a client without SASL and no anonymous user")
+                return
+            self.user = outcome.user
+            self.write(AMQP_HEADER)
+        if rest:
+            self.receive(rest)
+
+    def receive(self, data: bytes) -> None:
+        """Feed bytes from the socket. Errors become closes here; nothing raises."""
+        if self.state is State.CLOSED or self.should_close:
+            return
+        try:
+            if self.state is State.SASL:
+                data = self._receive_sasl(data)
+            if self.state is State.AWAIT_HEADER:
+                data = self._receive_header(data)
+            if not data or self.should_close:
+                return
+            for frame in self.reader.feed(data):
+                self._handle(frame)
+                if self.should_close or self.state is State.CLOSED:
+                    return
+        except FramingError as err:
+            self._error(FRAMING_ERROR, str(err))
+        except DecodeError as err:
+            self._error(DECODE_ERROR, str(err))
+        except ConnectionClosed as err:
+            self._error(err.condition, err.description)
+        except Exception:
+            log.exception("internal error on AMQP 1.0 connection %s", self.peer)
+            self._error(INTERNAL_ERROR, "")
+        finally:
+            for session in list(self.sessions.values()):
+                session.flush()
+
+    def _receive_sasl(self, data: bytes) -> bytes:
+        """SASL frames one at a time: the AMQP header that follows the outcome is no frame, so
+        nothing after the sasl-init may go to the frame reader. Returns what is left."""
+        self._header += data
+        while self.state is State.SASL and len(self._header) >= 8:
+            size = int.from_bytes(self._header[:4], "big")
+            if size < 8 or size > MIN_MAX_FRAME_SIZE:  # SASL frames are at most 512 bytes
+                self._drop(f"SASL frame of {size} bytes")
+                return b""
+            if len(self._header) < size:
+                return b""
+            raw, self._header = self._header[:size], self._header[size:]
+            for frame in FrameReader(MIN_MAX_FRAME_SIZE).feed(raw):
+                self._handle(frame)
+            if self.should_close:
+                return b""
+        if self.state is State.SASL:
+            return b""
+        rest, self._header = self._header, b""
+        return rest
+
+    def _receive_header(self, data: bytes) -> bytes:
+        self._header += data
+        if len(self._header) < 8:
+            return b""
+        header, rest = self._header[:8], self._header[8:]
+        self._header = b""
+        if header != AMQP_HEADER:
+            self.write(AMQP_HEADER)
+            self._drop("bad protocol header after SASL")
+            return b""
+        self.write(AMQP_HEADER)
+        self.state = State.AWAIT_OPEN
+        self.reader = FrameReader(MIN_MAX_FRAME_SIZE)
+        return rest
+
+    def _handle(self, frame: Frame) -> None:
+        body = frame.body
+        if not isinstance(body, ACCEPTS[self.state]):
+            name = type(body).__name__ if body is not None else "empty frame"
+            if self.state in (State.SASL, State.AWAIT_OPEN):
+                self._drop(f"{name} while {self.state.value}")
+                return
+            raise ConnectionClosed(ILLEGAL_STATE, f"{name} while {self.state.value}")
+        if self.state is State.SASL:
+            self._sasl(frame)
+        elif self.state is State.AWAIT_OPEN:
+            self._open(body)
+        elif self.state is State.CLOSE_SENT:
+            if isinstance(body, Close):
+                self._drop("closed")
+        elif body is None:
+            return  # heartbeat
+        elif isinstance(body, Close):
+            self._closed_by_peer(body)
+        else:
+            self._session_frame(frame)
+
+    # ------------------------------------------------------------------ SASL and open
+    def _sasl(self, frame: Frame) -> None:
+        if frame.type != FRAME_SASL or not isinstance(frame.body, SaslInit):
+            self._drop("unexpected SASL frame")
+            return
+        init = frame.body
+        outcome = sasl.authenticate(
+            self.node.users,
+            self.config.anonymous_user,
+            str(init.mechanism),
+            init.initial_response,
+        )
+        self.write(encode_frame(0, SaslOutcome(code=outcome.code), frame_type=FRAME_SASL))
+        if outcome.user is None:
+            self._drop("authentication failed")
+            return
+        self.user = outcome.user
+        self.state = State.AWAIT_HEADER
+
+    def _open(self, open_: Open) -> None:
+        self.container_id = open_.container_id
+        self.client_properties = dict(open_.properties or {})
+        remote_max = int(open_.max_frame_size) if open_.max_frame_size is not None else 1 << 32
+        self.max_frame_size = max(MIN_MAX_FRAME_SIZE, min(self.config.frame_max, remote_max))
+        if open_.channel_max is not None:
+            self.channel_max = min(self.channel_max, int(open_.channel_max))
+        self.remote_idle_timeout_ms = int(open_.idle_time_out or 0)
+        self.reader.max_frame_size = self.config.frame_max
+        self.state = State.OPENED
+        self.send(
+            0,
+            Open(
+                container_id=f"{PRODUCT}@{os.uname().nodename}",
+                max_frame_size=UInt(self.config.frame_max),
+                channel_max=UShort(self.channel_max),
+                idle_time_out=UInt(self.idle_timeout_ms) if self.idle_timeout_ms else None,
+                properties={Symbol("product"): PRODUCT},
+            ),
+        )
+        vhost = self._vhost_for(open_.hostname)
+        if vhost is None:
+            raise ConnectionClosed(NOT_FOUND, f"vhost {self._vhost_name(open_.hostname)} not found")
+        user = self.node.users.users[self.user or ""]
+        if not self.node.users.may_access(user, vhost.name):
+            raise ConnectionClosed(
+                UNAUTHORIZED, f"access to vhost '{vhost.name}' refused for user '{self.user}'"
+            )
+        self.vhost = vhost
+        self.node.connections.add(self)
+
+    @staticmethod
+    def _vhost_name(hostname: str | None) -> str:
+        """`vhost:NAME` (RabbitMQ 3.x) or a plain vhost name; no hostname: the default vhost."""
+        if not hostname:
+            return "/"
+        if hostname.startswith("vhost:"):
+            return hostname[len("vhost:") :]
+        return hostname
+
+    def _vhost_for(self, hostname: str | None) -> VirtualHost | None:
+        name = self._vhost_name(hostname)
+        vhost = self.node.vhost(name)
+        if vhost is None and hostname and not hostname.startswith("vhost:"):
+            # Clients put the host they dialled here ("localhost"): that is not a vhost name.
+            vhost = self.node.vhost("/")
+        return vhost
+
+    # ------------------------------------------------------------------ sessions
+    def _session_frame(self, frame: Frame) -> None:
+        body = frame.body
+        if isinstance(body, Begin):
+            self._begin(frame.channel, body)
+            return
+        local = self._remote_channels.get(frame.channel)
+        session = self.sessions.get(local) if local is not None else None
+        if session is None:
+            raise ConnectionClosed(
+                "amqp:connection:framing-error", f"frame on unattached channel {frame.channel}"
+            )
+        if isinstance(body, End):
+            self._end(session, body)
+            return
+        try:
+            session.handle(body, frame.payload)
+        except AMQPError as err:
+            # An engine error outside any link: end the session with it.
+            session.end_with_error(session_condition(err), err.text)
+            self._forget(session)
+
+    def _begin(self, remote_channel: int, begin: Begin) -> None:
+        if remote_channel in self._remote_channels:
+            raise ConnectionClosed(ILLEGAL_STATE, f"channel {remote_channel} already in use")
+        if remote_channel > self.channel_max:
+            raise ConnectionClosed(FRAMING_ERROR, f"channel {remote_channel} above channel-max")
+        local = next(n for n in range(self.channel_max + 2) if n not in self.sessions)
+        if local > self.channel_max:
+            raise ConnectionClosed("amqp:resource-limit-exceeded", "no free channel")
+        assert self.vhost is not None
+        session = Session(self, local, remote_channel, begin)
+        self.sessions[local] = session
+        self._remote_channels[remote_channel] = local
+        session.begun()
+
+    def _end(self, session: Session, end: End) -> None:
+        session.teardown()
+        self.send(session.channel, End())
+        self._forget(session)
+
+    def _forget(self, session: Session) -> None:
+        self.sessions.pop(session.channel, None)
+        self._remote_channels.pop(session.remote_channel, None)
+
+    # ------------------------------------------------------------------ closing
+    def _closed_by_peer(self, close: Close) -> None:
+        self._teardown()
+        self.send(0, Close())
+        self.close_reason = "client closed"
+        self.should_close = True
+
+    def _error(self, condition: str, description: str) -> None:
+        """Close with an error, then let the socket go once the close is written."""
+        if self.state in (State.CLOSED, State.CLOSE_SENT) or self.should_close:
+            return
+        if self.state in (State.SASL, State.AWAIT_HEADER):
+            self._drop(f"{condition}: {description}")
+            return
+        self._teardown()
+        error = Error(condition=Symbol(condition), description=description or None)
+        self.send(0, Close(error=error))
+        self.close_reason = f"{condition}: {description}"
+        self.state = State.CLOSE_SENT
+        self.should_close = True
+
+    def server_close(self, reply_code: int, text: str) -> None:
+        """Broker-initiated close (management API, shutdown): connection:forced."""
+        if self.state is State.OPENED and not self.should_close:
+            self._error(FORCED, text)
+        else:
+            self._drop(text)
+
+    def _drop(self, reason: str) -> None:
+        self.close_reason = reason
+        self.should_close = True
+
+    def _teardown(self) -> None:
+        for session in list(self.sessions.values()):
+            session.teardown()
+        self.sessions.clear()
+        self._remote_channels.clear()
+        if self.vhost is not None:
+            self.vhost.owner_closed(self)
+        self.node.connections.discard(self)
+
+    def lost(self) -> None:
+        if self.state is not State.CLOSED:
+            self._teardown()
+            self.state = State.CLOSED
+            self._out.clear()
+
+    def heartbeat_frame(self) -> None:
+        self.write(encode_frame(0, None))
+
+    def view(self) -> ConnectionView:
+        return ConnectionView(
+            protocol="AMQP 1-0",
+            user=self.user,
+            vhost=self.vhost.name if self.vhost is not None else None,
+            peer=self.peer,
+            channel_max=self.channel_max,
+            frame_max=self.max_frame_size,
+            heartbeat=self.idle_timeout_ms // 1000,
+            client_properties={str(k): v for k, v in self.client_properties.items()},
+            sessions=tuple(s.view() for _, s in sorted(self.sessions.items())),
+        )
+
+
+def session_condition(error: AMQPError) -> str:
+    """The 1.0 condition for an engine error, as RabbitMQ's 1.0 plugin maps reply codes."""
+    return {
+        403: UNAUTHORIZED,
+        404: NOT_FOUND,
+        405: "amqp:resource-locked",
+        406: "amqp:precondition-failed",
+    }.get(error.reply_code, INTERNAL_ERROR)
+
+
+__all__ = ["FRAME_AMQP", "Connection10", "State"]
