@@ -48,7 +48,7 @@ from rabbitish.bridge.codec.definitions import (
     SaslResponse,
     Transfer,
 )
-from rabbitish.bridge.session import Session
+from rabbitish.bridge.session import Session, session_condition
 
 from rabbitish.config import Config
 from rabbitish.engine.errors import AMQPError
@@ -435,16 +435,6 @@ class Connection10:
             client_properties={str(k): v for k, v in self.client_properties.items()},
             sessions=tuple(s.view() for _, s in sorted(self.sessions.items())),
         )
-
-
-def session_condition(error: AMQPError) -> str:
-    """The 1.0 condition for an engine error, as RabbitMQ's 1.0 plugin maps reply codes."""
-    return {
-        403: UNAUTHORIZED,
-        404: NOT_FOUND,
-        405: "amqp:resource-locked",
-        406: "amqp:precondition-failed",
-    }.get(error.reply_code, INTERNAL_ERROR)
 
 
 __all__ = ["FRAME_AMQP", "Connection10", "State"]

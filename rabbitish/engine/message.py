@@ -39,6 +39,15 @@ class PropertyCodec(Protocol):
         """Every property, decoded (the management API renders them)."""
         ...
 
+    def to_fields(self, raw: bytes) -> dict[str, Any]:
+        """Every property as a Python value, keyed by its 0-9-1 name (`content_type`,
+        `headers`, `delivery_mode` ...): what another protocol's front end maps from."""
+        ...
+
+    def from_fields(self, fields: dict[str, Any]) -> bytes:
+        """Raw properties from `to_fields`-shaped values (header values typed by Python type)."""
+        ...
+
     def from_json(self, props: dict[str, Any]) -> bytes:
         """Raw properties from JSON ones, typed as RabbitMQ's management API types them; raises
         PropertyError."""

@@ -41,6 +41,12 @@ class Amqp091Codec:
     def to_json(self, raw: bytes) -> dict[str, Any]:
         return properties.decode_all(raw)
 
+    def to_fields(self, raw: bytes) -> dict[str, Any]:
+        return properties.decode_all(raw)
+
+    def from_fields(self, fields: dict[str, Any]) -> bytes:
+        return properties.encode_properties(**fields)
+
     def from_json(self, props: dict[str, Any]) -> bytes:
         return encode_properties(props)
 
