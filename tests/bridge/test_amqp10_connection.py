@@ -5,15 +5,12 @@ taking `amqp_url` also run against RabbitMQ with its amqp1_0 plugin."""
 
 from __future__ import annotations
 
-import socket
 import time
 
 import pytest
 from rabbitish.bridge.codec import (
-    AMQP_HEADER,
     FRAME_SASL,
     SASL_HEADER,
-    FrameReader,
     Symbol,
     UInt,
     encode_frame,
@@ -22,80 +19,17 @@ from rabbitish.bridge.codec.definitions import (
     Begin,
     Close,
     End,
-    Open,
     SaslInit,
     SaslMechanisms,
     SaslOutcome,
 )
 
 from rabbitish.testing import running_broker
+from tests.support.amqp10 import Raw
 from tests.support.raw_amqp import host_port
 
 proton = pytest.importorskip("proton", reason="python-qpid-proton is not installed")
 from proton.utils import BlockingConnection  # noqa: E402
-
-
-class Raw:
-    """A raw AMQP 1.0 client socket: frames out, decoded frames in."""
-
-    def __init__(self, url: str) -> None:
-        self.sock = socket.create_connection(host_port(url), timeout=5)
-        self.reader = FrameReader(1 << 20)
-        self.pending: list = []
-        self.buffer = b""
-
-    def send(self, data: bytes) -> None:
-        self.sock.sendall(data)
-
-    def header(self) -> bytes:
-        while len(self.buffer) < 8:
-            self._read()
-        header, self.buffer = self.buffer[:8], self.buffer[8:]
-        return header
-
-    def frame(self):
-        while not self.pending:
-            data, self.buffer = self.buffer, b""
-            self.pending.extend(self.reader.feed(data))
-            if not self.pending:
-                self._read()
-        return self.pending.pop(0)
-
-    def closed(self) -> bool:
-        """True once the broker closed the socket (reads until then)."""
-        try:
-            while self.sock.recv(4096):
-                pass
-        except ConnectionResetError:
-            pass
-        return True
-
-    def _read(self) -> None:
-        chunk = self.sock.recv(65536)
-        if not chunk:
-            raise ConnectionError("socket closed")
-        self.buffer += chunk
-
-    def sasl_plain(self, user: str = "guest", password: str = "guest") -> SaslOutcome:
-        self.send(SASL_HEADER)
-        assert self.header() == SASL_HEADER
-        mechanisms = self.frame().body
-        assert isinstance(mechanisms, SaslMechanisms)
-        response = b"\x00" + user.encode() + b"\x00" + password.encode()
-        init = SaslInit(mechanism=Symbol("PLAIN"), initial_response=response)
-        self.send(encode_frame(0, init, frame_type=FRAME_SASL))
-        return self.frame().body
-
-    def open(self, **fields) -> Open:
-        self.send(AMQP_HEADER)
-        assert self.header() == AMQP_HEADER
-        self.send(encode_frame(0, Open(container_id="raw", **fields)))
-        opened = self.frame().body
-        assert isinstance(opened, Open)
-        return opened
-
-    def close(self) -> None:
-        self.sock.close()
 
 
 @pytest.fixture
