@@ -180,18 +180,11 @@ class Session:
     def send_link_flow(
         self, handle: int, delivery_count: int, credit: int, drain: bool = False
     ) -> None:
-        self.conn.send(
-            self.channel,
-            Flow(
-                next_incoming_id=UInt(self.next_incoming_id),
-                incoming_window=UInt(self.incoming_window),
-                next_outgoing_id=UInt(self.next_outgoing_id),
-                outgoing_window=UInt(self.outgoing_window),
-                handle=UInt(handle),
-                delivery_count=UInt(delivery_count & 0xFFFFFFFF),
-                link_credit=UInt(credit),
-                drain=drain or None,
-            ),
+        self._send_flow(
+            handle=UInt(handle),
+            delivery_count=UInt(delivery_count & 0xFFFFFFFF),
+            link_credit=UInt(credit),
+            drain=drain or None,
         )
 
     def send_delivery(self, link: links.OutgoingLink, delivery: Delivery) -> None:
@@ -240,7 +233,8 @@ class Session:
         elif flow.echo:
             self._send_flow()
 
-    def _send_flow(self) -> None:
+    def _send_flow(self, **link_fields: Any) -> None:
+        """The session's flow state, plus a link's when `link_fields` name one."""
         self.conn.send(
             self.channel,
             Flow(
@@ -248,6 +242,7 @@ class Session:
                 incoming_window=UInt(self.incoming_window),
                 next_outgoing_id=UInt(self.next_outgoing_id),
                 outgoing_window=UInt(self.outgoing_window),
+                **link_fields,
             ),
         )
 
