@@ -127,6 +127,7 @@ class Connection10:
         self.should_close = False
         self.close_reason: str | None = None
         self.paused = False
+        self.links_starved = False  # a link held back because output piled up
 
     # ------------------------------------------------------------------ output
     def write(self, data: bytes) -> None:
@@ -151,8 +152,11 @@ class Connection10:
         return self.paused or self.out_size > self.config.max_pending_output
 
     def output_drained(self) -> None:
-        for session in list(self.sessions.values()):
-            session.resume()
+        """The I/O layer wrote our output: links held back may deliver again."""
+        if self.links_starved and not self.output_blocked:
+            self.links_starved = False
+            for session in list(self.sessions.values()):
+                session.resume()
 
     # ------------------------------------------------------------------ input
     def start(self, header: bytes, rest: bytes) -> None:

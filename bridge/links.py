@@ -22,7 +22,7 @@ from rabbitish.bridge.codec.definitions import (
     Transfer,
 )
 
-from rabbitish.engine.consumer import UNLIMITED, Consumer
+from rabbitish.engine.consumer import Consumer
 from rabbitish.engine.delivery import Delivery, Outcome, settle
 from rabbitish.engine.errors import not_found
 
@@ -107,8 +107,10 @@ class IncomingLink:
         body, self._partial = b"".join(self._partial), []
         self.delivery_count += 1
         self.credit -= 1
+        codec = self.session.conn.node.codec
+        assert codec is not None
         message, _subject = mapping.to_engine(
-            self.vhost_codec, self.address.exchange, self.address.routing_key, body
+            codec, self.address.exchange, self.address.routing_key, body
         )
         self.vhost.publish(self.address.exchange, message.routing_key, message)
         if not first.settled:
@@ -117,10 +119,6 @@ class IncomingLink:
             journal.when_synced(journal.position, lambda: self.session.accept_incoming(delivery_id))
         if self.credit < CREDIT // 2:
             self.grant()
-
-    @property
-    def vhost_codec(self) -> Any:
-        return self.session.conn.node.codec
 
     def teardown(self) -> None:
         self._partial = []
@@ -149,11 +147,12 @@ class OutgoingLink(Consumer):
 
     @property
     def credit(self) -> int:
-        if self.session.conn.output_blocked:
+        """The link credit the client granted, while the connection can take more output."""
+        conn = self.session.conn
+        if conn.output_blocked:
+            conn.links_starved = True
             return 0
-        return (
-            self.link_credit if not self.settled_on_delivery else min(self.link_credit, UNLIMITED)
-        )
+        return self.link_credit
 
     def start(self) -> None:
         self.queue.add_consumer(self)

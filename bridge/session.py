@@ -119,7 +119,10 @@ class Session:
         """End of an input batch."""
 
     def resume(self) -> None:
-        """The connection's output drained: senders may deliver again."""
+        """The connection's output drained: outgoing links may deliver again."""
+        for link in list(self.links.values()):
+            if isinstance(link, links.OutgoingLink):
+                link.queue.dispatch()
 
     # ------------------------------------------------------------------ frames
     def _attach(self, attach: Attach) -> None:

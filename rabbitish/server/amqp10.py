@@ -102,6 +102,11 @@ class Amqp10ServerProtocol(asyncio.Protocol):
             self._writes += 1
         if conn.should_close and not transport.is_closing():
             transport.close()
+            return
+        if conn.links_starved and not conn.output_blocked:
+            conn.output_drained()
+            if conn.out_size:
+                self._schedule_flush()
 
     # ------------------------------------------------------------------ timers
     def _later(self, name: str, delay: float, callback: Callable[[], None]) -> None:
