@@ -1,6 +1,8 @@
 """AMQP 1.0 links on the engine. Addresses follow RabbitMQ's 3.x plugin: `/queue/NAME` (declared
 durable when missing), `/amq/queue/NAME` (must exist), `/exchange/NAME/KEY`, `/exchange/NAME`
-(the subject is the routing key) and `/topic/KEY` (amq.topic).
+(the subject is the routing key) and `/topic/KEY` (amq.topic); RabbitMQ 4.x's `/queues/NAME` and
+`/exchanges/NAME[/KEY]` too. A receiver on an exchange address consumes from a private queue
+bound with the key.
 
 An incoming link (the client sends) publishes each complete message through
 `VirtualHost.publish` and grants credit in batches; an outgoing link (the client receives) is an
@@ -58,8 +60,11 @@ def parse_address(address: str | None) -> Address:
     if not address:
         raise LinkError("amqp:not-found", "an address is required")
     parts = address.split("/")
-    if address.startswith("/queue/") and len(parts) == 3 and parts[2]:
-        return Address("", parts[2], parts[2], True)
+    if address.startswith(("/queue/", "/queues/")) and len(parts) == 3 and parts[2]:
+        return Address("", parts[2], parts[2], True)  # /queues/NAME: RabbitMQ 4.x
+    if address.startswith("/exchanges/") and len(parts) in (3, 4) and parts[2]:
+        key = parts[3] if len(parts) == 4 else ""  # RabbitMQ 4.x: no key means ""
+        return Address(parts[2], key, None, False)
     if address.startswith("/amq/queue/") and len(parts) == 4 and parts[3]:
         return Address("", parts[3], parts[3], False)
     if address.startswith("/exchange/") and len(parts) in (3, 4) and parts[2]:
@@ -135,8 +140,9 @@ class OutgoingLink(Consumer):
         vhost = session.conn.vhost
         assert vhost is not None
         if address.queue is None:
-            raise LinkError("amqp:not-implemented", "receiving from an exchange is not served yet")
-        queue = _ensure_queue(vhost, address, session.conn)
+            queue = _private_queue(vhost, address, session.conn)
+        else:
+            queue = _ensure_queue(vhost, address, session.conn)
         settled = attach.snd_settle_mode == SETTLED
         super().__init__(queue, str(attach.name), settled_on_delivery=settled)
         self.session = session
@@ -189,6 +195,15 @@ def _ensure_queue(vhost: VirtualHost, address: Address, owner: Any) -> Queue:
     if address.declare and address.queue not in vhost.queues:
         return vhost.declare_queue(address.queue, owner=owner, durable=True)
     return vhost.queue(address.queue, owner)
+
+
+def _private_queue(vhost: VirtualHost, address: Address, owner: Any) -> Queue:
+    """A receiver on an exchange address gets its own queue, bound with the address's key and
+    gone with the link (exclusive to the connection, auto-delete), as RabbitMQ's plugin does."""
+    exchange = vhost.exchange(address.exchange)  # 404 for a missing exchange
+    queue = vhost.declare_queue("", owner=owner, exclusive=True, auto_delete=True)
+    vhost.bind(queue, exchange.name, address.routing_key or "")
+    return queue
 
 
 def outcome_of(state: Any) -> tuple[Outcome, dict[str, bool]]:

@@ -177,3 +177,39 @@ def test_a_backlog_larger_than_the_output_buffer_arrives_whole(amqp10, uid):
         got.append(int.from_bytes(bytes(message.body)[:4], "big"))
         receiver.accept()
     assert got == list(range(600))
+
+
+@pytest.mark.rabbitmq
+@pytest.mark.parametrize(
+    ("address", "exchange", "key"),
+    [
+        ("/exchange/amq.direct/{uid}", "amq.direct", "{uid}"),
+        ("/topic/{uid}.*", "amq.topic", "{uid}.x"),
+    ],
+)
+def test_a_receiver_on_an_exchange_address_gets_its_own_bound_queue(
+    amqp10, amqp_url, uid, address, exchange, key
+):
+    conn = amqp10()
+    receiver = conn.create_receiver(address.format(uid=uid), credit=5)
+    pika_conn = pika.BlockingConnection(pika.URLParameters(amqp_url))
+    try:
+        pika_conn.channel().basic_publish(exchange, key.format(uid=uid), b"to the exchange")
+        assert body_of(receiver) == b"to the exchange"
+        receiver.accept()
+    finally:
+        pika_conn.close()
+
+
+def test_rabbitmq_4_address_forms(broker_url, uid):
+    """rabbitish only: RabbitMQ 3.10's plugin knows the 3.x forms alone."""
+    conn = BlockingConnection(proton_url(broker_url), timeout=5)
+    conn.create_sender(f"/queues/{uid}").send(Message(body=b"4.x", inferred=True))
+    receiver = conn.create_receiver(f"/queue/{uid}", credit=1)
+    assert body_of(receiver) == b"4.x"
+    receiver.accept()
+    listener = conn.create_receiver(f"/exchange/amq.direct/{uid}-k", credit=1)
+    conn.create_sender(f"/exchanges/amq.direct/{uid}-k").send(Message(body=b"via", inferred=True))
+    assert body_of(listener) == b"via"
+    listener.accept()
+    conn.close()
