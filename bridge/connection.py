@@ -127,7 +127,7 @@ class Connection10:
         self.should_close = False
         self.close_reason: str | None = None
         self.paused = False
-        self.links_starved = False  # a link held back because output piled up
+        self.consumers_starved = False  # a link held back because output piled up
 
     # ------------------------------------------------------------------ output
     def write(self, data: bytes) -> None:
@@ -153,8 +153,8 @@ class Connection10:
 
     def output_drained(self) -> None:
         """The I/O layer wrote our output: links held back may deliver again."""
-        if self.links_starved and not self.output_blocked:
-            self.links_starved = False
+        if self.consumers_starved and not self.output_blocked:
+            self.consumers_starved = False
             for session in list(self.sessions.values()):
                 session.resume()
 

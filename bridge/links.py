@@ -156,7 +156,7 @@ class OutgoingLink(Consumer):
         """The link credit the client granted, while the connection can take more output."""
         conn = self.session.conn
         if conn.output_blocked:
-            conn.links_starved = True
+            conn.consumers_starved = True
             return 0
         return self.link_credit
 

@@ -7,40 +7,29 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
 
 from rabbitish.bridge.connection import Connection10, State
 from rabbitish.config import Config
 from rabbitish.engine.node import Node
+from rabbitish.server.socket_protocol import SocketProtocol
 
 log = logging.getLogger("rabbitish.amqp10")
 
 
-class Amqp10ServerProtocol(asyncio.Protocol):
+class Amqp10ServerProtocol(SocketProtocol):
+    """One per AMQP 1.0 connection, from the listener's hand-over on (`take_over`)."""
+
+    conn: Connection10 | None
+
     def __init__(self, node: Node, config: Config, registry: set) -> None:
-        self.node = node
-        self.config = config
-        self.registry = registry
-        self.loop = asyncio.get_running_loop()
-        self.transport: asyncio.Transport | None = None
-        self.conn: Connection10 | None = None
-        self._flush_scheduled = False
-        self._closed = False
-        self._reads = self._writes = 0
+        super().__init__(node, config, registry)
         self._read_at_check = self._sent_at_check = -1
-        self._timers: dict[str, asyncio.TimerHandle] = {}
         self._opened = False
 
     def take_over(
         self, transport: asyncio.Transport, header: bytes, rest: bytes, deadline: float
     ) -> None:
-        self.transport = transport
-        peer = transport.get_extra_info("peername")
-        self.conn = conn = Connection10(
-            self.node, self.config, peer=str(peer), wake=self._schedule_flush
-        )
-        self.registry.add(self)
-        self._later("handshake", max(0.0, deadline - self.loop.time()), self._handshake_timeout)
+        conn = self._adopt(transport, Connection10, deadline, self._handshake_timeout)
         conn.start(header, rest)
         self._after_input(conn)
 
@@ -63,58 +52,16 @@ class Amqp10ServerProtocol(asyncio.Protocol):
             if conn.idle_timeout_ms:
                 self._later("recv", conn.idle_timeout_ms / 1000, self._check_input)
 
-    def eof_received(self) -> bool | None:
-        return None
-
-    def connection_lost(self, exc: Exception | None) -> None:
-        self._closed = True
-        self.registry.discard(self)
-        for timer in self._timers.values():
-            timer.cancel()
-        self._timers.clear()
-        if self.conn is not None:
-            self.conn.lost()
-
-    def pause_writing(self) -> None:
-        if self.conn is not None:
-            self.conn.paused = True
-
-    def resume_writing(self) -> None:
-        if self.conn is not None:
-            self.conn.paused = False
-            self.conn.output_drained()
-            self._flush()
-
-    # ------------------------------------------------------------------ output
-    def _schedule_flush(self) -> None:
-        if not self._flush_scheduled and not self._closed:
-            self._flush_scheduled = True
-            self.loop.call_soon(self._flush)
-
     def _flush(self) -> None:
-        self._flush_scheduled = False
         conn, transport = self.conn, self.transport
         if conn is None or transport is None or self._closed:
+            self._flush_scheduled = False
             return
-        data = conn.take_output()
-        if data and not transport.is_closing():
-            transport.write(data)
-            self._writes += 1
-        if conn.should_close and not transport.is_closing():
-            transport.close()
+        self._write_output(conn, transport)
+        if conn.should_close:
+            self._close_transport()
             return
-        if conn.links_starved and not conn.output_blocked:
-            conn.output_drained()
-            if conn.out_size:
-                self._schedule_flush()
-
-    # ------------------------------------------------------------------ timers
-    def _later(self, name: str, delay: float, callback: Callable[[], None]) -> None:
-        old = self._timers.pop(name, None)
-        if old is not None:
-            old.cancel()
-        if not self._closed:
-            self._timers[name] = self.loop.call_later(delay, callback)
+        self._resume_starved(conn)
 
     def _handshake_timeout(self) -> None:
         self._timers.pop("handshake", None)

@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
 
 from rabbitish.config import Config
 from rabbitish.engine.node import Node
 from rabbitish.protocol.connection import Connection
 from rabbitish.protocol.states import TUNED_STATES, ConnectionState
+from rabbitish.server.socket_protocol import SocketProtocol
 
 log = logging.getLogger("rabbitish.connection")
 
@@ -26,24 +26,16 @@ _OPEN = ConnectionState.OPEN
 _CLOSING = ConnectionState.CLOSING
 
 
-class AmqpServerProtocol(asyncio.Protocol):
+class AmqpServerProtocol(SocketProtocol):
     """One per 0-9-1 connection, from the listener's hand-over on (`take_over`)."""
 
+    conn: Connection | None
+
     def __init__(self, node: Node, config: Config, registry: set[AmqpServerProtocol]) -> None:
-        self.node = node
-        self.config = config
-        self.registry = registry
-        self.loop = asyncio.get_running_loop()
-        self.transport: asyncio.Transport | None = None
-        self.conn: Connection | None = None
-        self._flush_scheduled = False
-        self._reads = 0  # data_received calls so far, for the heartbeat receive check
-        self._writes = 0  # transport writes so far, for the heartbeat send check
+        super().__init__(node, config, registry)
         self._tuned = False
         self._open = False
         self._sent_at_check = self._read_at_check = self._silent_periods = 0
-        self._timers: dict[str, asyncio.TimerHandle] = {}
-        self._closed = False
         self._discard_input = False
 
     # ------------------------------------------------------------------ asyncio callbacks
@@ -53,13 +45,7 @@ class AmqpServerProtocol(asyncio.Protocol):
         """The listener read a 0-9-1 (or 0-9) header and handed the socket over: answer
         connection.start, then read what came after the header. `deadline` (loop time) ends
         the handshake, counted from the accept."""
-        self.transport = transport
-        peer = transport.get_extra_info("peername")
-        self.conn = conn = Connection(
-            self.node, self.config, peer=str(peer), wake=self._schedule_flush
-        )
-        self.registry.add(self)
-        self._later("handshake", max(0.0, deadline - self.loop.time()), self._handshake_timeout)
+        conn = self._adopt(transport, Connection, deadline, self._handshake_timeout)
         conn.start(rest)
         self._after_input(conn)
 
@@ -80,53 +66,20 @@ class AmqpServerProtocol(asyncio.Protocol):
             if conn.state is _OPEN:
                 self._opened()
 
-    def eof_received(self) -> bool | None:
-        return None  # close our side too
-
-    def connection_lost(self, exc: Exception | None) -> None:
-        self._closed = True
-        self.registry.discard(self)
-        for timer in self._timers.values():
-            timer.cancel()
-        self._timers.clear()
-        if self.conn is not None:
-            self.conn.lost()
-
-    def pause_writing(self) -> None:
-        if self.conn is not None:
-            self.conn.paused = True
-
-    def resume_writing(self) -> None:
-        if self.conn is not None:
-            self.conn.paused = False
-            self.conn.output_drained()
-            self._flush()
-
     # ------------------------------------------------------------------ output
-    def _schedule_flush(self) -> None:
-        if not self._flush_scheduled and not self._closed:
-            self._flush_scheduled = True
-            self.loop.call_soon(self._flush)
-
     def _flush(self) -> None:
-        self._flush_scheduled = False
         conn, transport = self.conn, self.transport
         if conn is None or transport is None or self._closed:
+            self._flush_scheduled = False
             return
-        data = conn.take_output()
-        if data and not transport.is_closing():
-            transport.write(data)
-            self._writes += 1
+        self._write_output(conn, transport)
         if conn.should_close:
             self._finish(conn, transport)
             return
         if conn.state is _CLOSING and "closing" not in self._timers:
             wait = conn.heartbeat if 0 < conn.heartbeat < CLOSING_TIMEOUT else CLOSING_TIMEOUT
             self._later("closing", wait, self._close_transport)
-        if conn.consumers_starved and not conn.output_blocked:
-            conn.output_drained()
-            if conn.out_size:
-                self._schedule_flush()
+        self._resume_starved(conn)
 
     def _finish(self, conn: Connection, transport: asyncio.Transport) -> None:
         """The protocol is done with the socket: close it, or (after a frame error) half-close
@@ -140,22 +93,6 @@ class AmqpServerProtocol(asyncio.Protocol):
         if transport.can_write_eof():
             transport.write_eof()
         self._later("linger", LINGER, self._abort)
-
-    def _close_transport(self) -> None:
-        if self.transport is not None and not self.transport.is_closing():
-            self.transport.close()
-
-    def _abort(self) -> None:
-        if self.transport is not None:
-            self.transport.abort()
-
-    # ------------------------------------------------------------------ timers
-    def _later(self, name: str, delay: float, callback: Callable[[], None]) -> None:
-        old = self._timers.pop(name, None)
-        if old is not None:
-            old.cancel()
-        if not self._closed:
-            self._timers[name] = self.loop.call_later(delay, callback)
 
     def _handshake_timeout(self) -> None:
         self._timers.pop("handshake", None)
