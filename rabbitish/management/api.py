@@ -463,18 +463,8 @@ class Api:
     def list_transactions(self, user: User, vhost: str | None = None) -> list[dict[str, Any]]:
         """Open transactions of the connections the user may see, oldest first."""
         known = self._endpoints()
-        found = []
-        now = time.time()
-        for conn in self._connections(user, vhost):
-            endpoint = sessions.endpoint_of(conn, known)
-            for session in conn.view().sessions:
-                if session.transaction is not None:
-                    found.append(
-                        sessions.transaction_json(
-                            session.transaction, endpoint, session.number, now
-                        )
-                    )
-        return sorted(found, key=lambda t: t["created_at"])
+        conns = [(c.view(), sessions.endpoint_of(c, known)) for c in self._connections(user, vhost)]
+        return sessions.transactions_json(conns, time.time())
 
     def list_consumers(self, user: User, vhost: str | None = None) -> list[dict[str, Any]]:
         known = self._endpoints()

@@ -152,3 +152,16 @@ def transaction_json(
         "channel": number,
         **{f"staged_{name}": count for name, count in tx.counts().items()},
     }
+
+
+def transactions_json(
+    connections: list[tuple[ConnectionView, Endpoint]], now: float
+) -> list[dict[str, Any]]:
+    """The open transactions of these connections' sessions, oldest first."""
+    found = [
+        transaction_json(session.transaction, endpoint, session.number, now)
+        for view, endpoint in connections
+        for session in view.sessions
+        if session.transaction is not None
+    ]
+    return sorted(found, key=lambda t: t["created_at"])
