@@ -49,6 +49,7 @@ from rabbitish.bridge.codec.definitions import (
     Transfer,
 )
 from rabbitish.bridge.session import Session, session_condition
+from rabbitish.bridge.transactions import TransactionTable
 
 from rabbitish.config import Config
 from rabbitish.engine.errors import AMQPError
@@ -120,6 +121,7 @@ class Connection10:
         self.user: str | None = None
         self.vhost: VirtualHost | None = None
         self.sessions: dict[int, Session] = {}  # by our channel number
+        self.transactions = TransactionTable(self)  # declared through any of its sessions
         self._remote_channels: dict[int, int] = {}  # peer's channel -> ours
         self._out: list[bytes] = []
         self.out_size = 0
@@ -410,6 +412,7 @@ class Connection10:
         self.should_close = True
 
     def _teardown(self) -> None:
+        self.transactions.rollback_all()
         for session in list(self.sessions.values()):
             session.teardown()
         self.sessions.clear()

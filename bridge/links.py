@@ -15,12 +15,15 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from rabbitish.bridge import message as mapping
+from rabbitish.bridge.codec import Symbol
 from rabbitish.bridge.codec.definitions import (
+    Accepted,
     Attach,
     Flow,
     Modified,
     Rejected,
     Released,
+    TransactionalState,
     Transfer,
 )
 
@@ -30,11 +33,13 @@ from rabbitish.engine.errors import not_found
 
 if TYPE_CHECKING:
     from rabbitish.bridge.session import Session
+    from rabbitish.bridge.transactions import DeclaredTxn
 
     from rabbitish.engine.queue import Queue
     from rabbitish.engine.vhost import VirtualHost
 
 CREDIT = 256  # what an incoming link is granted at a time
+TXN_ID = Symbol("txn-id")  # the flow property that names a transaction for acquisition
 SETTLED = 1  # sender-settle-mode "settled": the client receives at most once
 ROLE_SENDER, ROLE_RECEIVER = False, True
 
@@ -93,37 +98,52 @@ class IncomingLink:
         self.delivery_count = int(attach.initial_delivery_count or 0)
         self.credit = 0
         self._partial: list[bytes] = []
-        self._first: Transfer | None = None
+        self.pending_transfer: Transfer | None = None  # first frame of a transfer in progress
 
     def grant(self) -> None:
         self.credit = CREDIT
         self.session.send_link_flow(self.handle, self.delivery_count, self.credit)
 
     def transfer(self, transfer: Transfer, payload: bytes) -> None:
-        if self._first is None:
-            self._first = transfer
+        if self.pending_transfer is None:
+            self.pending_transfer = transfer
         if transfer.aborted:
-            self._partial, self._first = [], None
+            self._partial, self.pending_transfer = [], None
             return
         self._partial.append(payload)
         if transfer.more:
             return
-        first, self._first = self._first, None
+        first, self.pending_transfer = self.pending_transfer, None
         body, self._partial = b"".join(self._partial), []
         self.delivery_count += 1
         self.credit -= 1
+        if self.credit < CREDIT // 2:
+            self.grant()
         codec = self.session.conn.node.codec
         assert codec is not None
         message, _subject = mapping.to_engine(
             codec, self.address.exchange, self.address.routing_key, body
         )
+        if isinstance(first.state, TransactionalState):
+            self._post(first, message)
+            return
         self.vhost.publish(self.address.exchange, message.routing_key, message)
         if not first.settled:
             delivery_id = int(first.delivery_id)
             journal = self.vhost.journal
-            journal.when_synced(journal.position, lambda: self.session.accept_incoming(delivery_id))
-        if self.credit < CREDIT // 2:
-            self.grant()
+            journal.when_synced(
+                journal.position,
+                lambda: self.session.send_disposition(delivery_id, Accepted(), role=True),
+            )
+
+    def _post(self, first: Transfer, message: Any) -> None:
+        """Transactional posting: staged in the transaction, visible at its commit; the
+        presumptive outcome goes back at once."""
+        declared = self.session.conn.transactions.lookup(first.state.txn_id)
+        self.vhost.publish(self.address.exchange, message.routing_key, message, tx=declared.tx)
+        if not first.settled:
+            state = TransactionalState(txn_id=declared.txn_id, outcome=Accepted())
+            self.session.send_disposition(int(first.delivery_id), state, role=True)
 
     def teardown(self) -> None:
         self._partial = []
@@ -132,7 +152,7 @@ class IncomingLink:
 class OutgoingLink(Consumer):
     """The client receives: an engine consumer whose credit is the link credit."""
 
-    __slots__ = ("delivery_count", "handle", "link_credit", "session")
+    __slots__ = ("delivery_count", "handle", "link_credit", "session", "txn", "wire_settled")
 
     def __init__(self, session: Session, attach: Attach) -> None:
         source = attach.source
@@ -149,6 +169,8 @@ class OutgoingLink(Consumer):
         self.handle = int(attach.handle)
         self.delivery_count = 0
         self.link_credit = 0
+        self.wire_settled = settled  # the client receives pre-settled (at most once)
+        self.txn: DeclaredTxn | None = None  # transactional acquisition (a flow's txn-id)
         queue.check_can_consume(self)
 
     @property
@@ -166,10 +188,38 @@ class OutgoingLink(Consumer):
     def delivered(self, delivery: Delivery) -> None:
         self.link_credit -= 1
         self.delivery_count += 1
-        self.session.send_delivery(self, delivery)
+        declared = self.txn
+        if declared is None:
+            self.session.send_delivery(self, delivery)
+            return
+        # Transactional acquisition: the message is the transaction's until it discharges.
+        state = TransactionalState(txn_id=declared.txn_id)
+        delivery_id = self.session.send_delivery(self, delivery, state, self.wire_settled)
+        declared.acquired(self.session, delivery_id, delivery, settled=self.wire_settled)
+
+    def start_acquiring(self, declared: DeclaredTxn) -> None:
+        """A flow named a transaction: what this link delivers from now on is acquired in it.
+        The engine hands deliveries over unsettled even on a pre-settled link, so a rollback
+        can put them back."""
+        if self.txn is not None and self.txn is not declared:
+            self.txn.acquiring.remove(self)
+        self.txn = declared
+        self.settled_on_delivery = False
+        if self not in declared.acquiring:
+            declared.acquiring.append(self)
+
+    def stop_acquiring(self, declared: DeclaredTxn) -> None:
+        """The transaction discharged: the link's txn-id is cleared (its credit is not)."""
+        if self.txn is declared:
+            self.txn = None
+            self.settled_on_delivery = self.wire_settled
 
     def flow(self, flow: Flow) -> None:
-        """The client's view: its delivery-count and credit give ours."""
+        """The client's view: its delivery-count and credit give ours; a `txn-id` in its
+        properties starts transactional acquisition."""
+        txn_id = (flow.properties or {}).get(TXN_ID)
+        if txn_id is not None:
+            self.start_acquiring(self.session.conn.transactions.lookup(txn_id))
         remote_count = int(flow.delivery_count) if flow.delivery_count is not None else 0
         self.link_credit = max(0, remote_count + int(flow.link_credit or 0) - self.delivery_count)
         if flow.drain:

@@ -9,20 +9,22 @@ from typing import TYPE_CHECKING, Any
 
 from rabbitish.bridge import links
 from rabbitish.bridge import message as mapping
+from rabbitish.bridge import transactions as txns
 from rabbitish.bridge.codec import (
     Symbol,
     UInt,
     encode_transfers,
 )
 from rabbitish.bridge.codec.definitions import (
-    Accepted,
     Attach,
     Begin,
+    Coordinator,
     Detach,
     Disposition,
     End,
     Error,
     Flow,
+    TransactionalState,
     Transfer,
 )
 
@@ -113,7 +115,7 @@ class Session:
         self.links.clear()
         back = [delivery for _, delivery in self.unsettled.values()]
         self.unsettled.clear()
-        settle(back, Outcome.REQUEUE)
+        settle(self.conn.transactions.take_over(back), Outcome.REQUEUE)
 
     def flush(self) -> None:
         """End of an input batch."""
@@ -132,8 +134,10 @@ class Session:
         if handle in self.links:
             raise SessionEnded(HANDLE_IN_USE, f"handle {handle} is in use")
         try:
-            if attach.role == links.ROLE_SENDER:
-                link: Any = links.IncomingLink(self, attach)
+            if attach.role == links.ROLE_SENDER and isinstance(attach.target, Coordinator):
+                link: Any = txns.CoordinatorLink(self, attach)
+            elif attach.role == links.ROLE_SENDER:
+                link = links.IncomingLink(self, attach)
             else:
                 link = links.OutgoingLink(self, attach)
         except links.LinkError as err:
@@ -153,7 +157,7 @@ class Session:
                 snd_settle_mode=attach.snd_settle_mode,
                 rcv_settle_mode=attach.rcv_settle_mode,
                 source=attach.source,
-                target=attach.target,
+                target=getattr(link, "target", attach.target),
                 initial_delivery_count=UInt(0) if we_send else None,
             ),
         )
@@ -176,6 +180,18 @@ class Session:
         if self.links.get(link.handle) is not link:
             return
         del self.links[link.handle]
+        self._send_detach_error(link, condition, description)
+
+    def detach_link(self, link: Any, condition: str, description: str) -> None:
+        """The broker ends a link with an error: what it holds is given back first (a control
+        link's transactions roll back, a receiver's unsettled deliveries go back in place)."""
+        if self.links.get(link.handle) is not link:
+            return
+        del self.links[link.handle]
+        self._release_link(link)
+        self._send_detach_error(link, condition, description)
+
+    def _send_detach_error(self, link: Any, condition: str, description: str) -> None:
         error = Error(condition=Symbol(condition), description=description or None)
         self.conn.send(self.channel, Detach(handle=UInt(link.handle), closed=True, error=error))
 
@@ -190,7 +206,17 @@ class Session:
             drain=drain or None,
         )
 
-    def send_delivery(self, link: links.OutgoingLink, delivery: Delivery) -> None:
+    def send_delivery(
+        self,
+        link: links.OutgoingLink,
+        delivery: Delivery,
+        state: Any = None,
+        settled: bool | None = None,
+    ) -> int:
+        """Send one delivery (settled on the wire when the engine settled it, unless `settled`
+        says otherwise); returns its delivery-id."""
+        if settled is None:
+            settled = delivery.settled
         delivery_id = self.next_delivery_id
         self.next_delivery_id = (delivery_id + 1) & 0xFFFFFFFF
         payload = mapping.from_engine(delivery.entry.message, delivery.delivery_count - 1)
@@ -199,22 +225,25 @@ class Session:
             delivery_id=UInt(delivery_id),
             delivery_tag=delivery_id.to_bytes(4, "big"),
             message_format=UInt(0),
-            settled=True if delivery.settled else None,
+            settled=True if settled else None,
+            state=state,
         )
         frames = encode_transfers(self.channel, transfer, payload, self.conn.max_frame_size)
         for frame in frames:
             self.conn.write(frame)
         self.next_outgoing_id = (self.next_outgoing_id + len(frames)) & 0xFFFFFFFF
-        if not delivery.settled:
+        if not settled:
             self.unsettled[delivery_id] = (link, delivery)
+        return delivery_id
 
-    def accept_incoming(self, delivery_id: int) -> None:
-        """A message the client sent unsettled is safely in: accepted and settled."""
+    def send_disposition(self, delivery_id: int, state: Any, role: bool) -> None:
+        """Settle one delivery with `state`: one the client sent (`role` receiver, True) or one
+        rabbitish sent (sender, False)."""
         if self.ended:
             return
         self.conn.send(
             self.channel,
-            Disposition(role=True, first=UInt(delivery_id), settled=True, state=Accepted()),
+            Disposition(role=role, first=UInt(delivery_id), settled=True, state=state),
         )
 
     def _flow(self, flow: Flow) -> None:
@@ -230,7 +259,10 @@ class Session:
             if link is None:
                 raise SessionEnded(UNATTACHED_HANDLE, f"flow for unattached handle {flow.handle}")
             if isinstance(link, links.OutgoingLink):
-                link.flow(flow)
+                try:
+                    link.flow(flow)
+                except links.LinkError as err:
+                    self.detach_link(link, err.condition, err.description)
             elif flow.echo:
                 self.send_link_flow(link.handle, link.delivery_count, link.credit)
         elif flow.echo:
@@ -251,7 +283,7 @@ class Session:
 
     def _transfer(self, transfer: Transfer, payload: bytes) -> None:
         link = self.links.get(int(transfer.handle))
-        if not isinstance(link, links.IncomingLink):
+        if not isinstance(link, links.IncomingLink | txns.CoordinatorLink):
             raise SessionEnded(
                 UNATTACHED_HANDLE, f"transfer on unattached handle {transfer.handle}"
             )
@@ -260,13 +292,19 @@ class Session:
         if self.incoming_window < WINDOW // 2:
             self.incoming_window = WINDOW
             self._send_flow()
-        link.transfer(transfer, payload)
+        try:
+            link.transfer(transfer, payload)
+        except links.LinkError as err:
+            self.detach_link(link, err.condition, err.description)
 
     def _disposition(self, disposition: Disposition) -> None:
         if disposition.role != links.ROLE_RECEIVER:
             return  # about deliveries the client sent: rabbitish settles those itself
         first = int(disposition.first)
         last = int(disposition.last) if disposition.last is not None else first
+        if isinstance(disposition.state, TransactionalState):
+            self._retire(first, last, disposition)
+            return
         settled = []
         for delivery_id in range(first, last + 1):
             found = self.unsettled.pop(delivery_id, None)
@@ -274,20 +312,41 @@ class Session:
                 settled.append(found[1])
         if settled:
             links.settle_outgoing(settled, disposition.state)
-            for link in self.links.values():
-                if isinstance(link, links.OutgoingLink):
-                    link.queue.dispatch()
+            self.resume()
+
+    def _retire(self, first: int, last: int, disposition: Disposition) -> None:
+        """Transactional retirement: the outcome is staged in the transaction. Deliveries the
+        client settled leave the unsettled map now; the others stay until the commit applies
+        the outcome (or, after a rollback, until the client settles them again)."""
+        state = disposition.state
+        try:
+            declared = self.conn.transactions.lookup(state.txn_id)
+        except links.LinkError as err:
+            raise SessionEnded(err.condition, err.description) from None
+        for delivery_id in range(first, last + 1):
+            if disposition.settled:
+                found = self.unsettled.pop(delivery_id, None)
+            else:
+                found = self.unsettled.get(delivery_id)
+            if found is not None:
+                self.conn.transactions.retire(
+                    declared, self, delivery_id, found[1], state.outcome, bool(disposition.settled)
+                )
 
     def _detach(self, detach: Detach) -> None:
         handle = int(detach.handle)
         link = self.links.pop(handle, None)
         if link is None:
             return  # already detached by us (a refused attach): the peer's answer
+        self._release_link(link)
+        self.conn.send(self.channel, Detach(handle=UInt(handle), closed=detach.closed))
+
+    def _release_link(self, link: Any) -> None:
         link.teardown()
         if isinstance(link, links.OutgoingLink):
             mine = [d for d, (lnk, _) in self.unsettled.items() if lnk is link]
-            settle([self.unsettled.pop(d)[1] for d in mine], Outcome.REQUEUE)
-        self.conn.send(self.channel, Detach(handle=UInt(handle), closed=detach.closed))
+            back = [self.unsettled.pop(d)[1] for d in mine]
+            settle(self.conn.transactions.take_over(back), Outcome.REQUEUE)
 
     # ------------------------------------------------------------------ view
     def view(self) -> SessionView:
@@ -300,7 +359,7 @@ class Session:
             prefetch_count=0,
             global_prefetch_count=0,
             unacked=len(self.unsettled),
-            transaction=None,
+            transaction=next(iter(self.conn.transactions.declared_by(self)), None),
         )
 
 

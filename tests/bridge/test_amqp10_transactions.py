@@ -1,0 +1,187 @@
+"""AMQP 1.0 transactions with a real client (qpid-proton's transaction controller): declare,
+transactional sends and accepts, commit and abort, seen by 0-9-1 clients on the same engine."""
+
+from __future__ import annotations
+
+import pika
+import pytest
+
+from tests.support.raw_amqp import host_port
+
+proton = pytest.importorskip("proton", reason="python-qpid-proton is not installed")
+from proton import Delivery, Message  # noqa: E402
+from proton.handlers import TransactionHandler  # noqa: E402
+from proton.utils import BlockingConnection  # noqa: E402
+
+
+class Controller(TransactionHandler):
+    """Records what proton's transaction controller reports."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.events: list[str] = []
+
+    def on_transaction_declared(self, event) -> None:
+        self.events.append("declared")
+
+    def on_transaction_declare_failed(self, event) -> None:
+        self.events.append("declare failed")
+
+    def on_transaction_committed(self, event) -> None:
+        self.events.append("committed")
+
+    def on_transaction_commit_failed(self, event) -> None:
+        self.events.append("commit failed")
+
+    def on_transaction_aborted(self, event) -> None:
+        self.events.append("aborted")
+
+
+class Client:
+    """A blocking proton connection that also runs transactions."""
+
+    def __init__(self, url: str) -> None:
+        host, port = host_port(url)
+        self.conn = BlockingConnection(f"amqp://guest:guest@{host}:{port}", timeout=5)
+
+    def declare(self):
+        controller = Controller()
+        txn = self.conn.container.declare_transaction(self.conn.conn, handler=controller)
+        self.conn.wait(lambda: controller.events, msg="declare")
+        assert controller.events == ["declared"]
+        txn.controller = controller
+        return txn
+
+    def discharge(self, txn, commit: bool) -> str:
+        txn.controller.events.clear()
+        txn.commit() if commit else txn.abort()
+        self.conn.wait(lambda: txn.controller.events, msg="discharge")
+        return txn.controller.events[0]
+
+    def send(self, txn, sender, body: bytes) -> Delivery:
+        delivery = txn.send(sender.link, Message(body=body, inferred=True))
+        self.conn.wait(lambda: delivery.remote_state, msg="transactional send")
+        return delivery
+
+    def close(self) -> None:
+        self.conn.close()
+
+
+@pytest.fixture
+def client(broker_url):
+    made = Client(broker_url)
+    yield made
+    made.close()
+
+
+def bodies(broker_url: str, queue: str) -> list[bytes]:
+    """Everything ready on the queue, taken with 0-9-1 basic.get."""
+    conn = pika.BlockingConnection(pika.URLParameters(broker_url))
+    ch = conn.channel()
+    got = []
+    while True:
+        method, _, body = ch.basic_get(queue, auto_ack=True)
+        if method is None:
+            break
+        got.append(body)
+    conn.close()
+    return got
+
+
+def ready(broker_url: str, queue: str) -> int:
+    conn = pika.BlockingConnection(pika.URLParameters(broker_url))
+    count = conn.channel().queue_declare(queue, passive=True).method.message_count
+    conn.close()
+    return count
+
+
+def fill(broker_url: str, queue: str, count: int) -> None:
+    conn = pika.BlockingConnection(pika.URLParameters(broker_url))
+    ch = conn.channel()
+    ch.queue_declare(queue, durable=True)
+    for i in range(count):
+        ch.basic_publish("", queue, b"m%d" % i)
+    conn.close()
+
+
+def test_the_coordinator_offers_local_transactions(client):
+    txn = client.declare()
+    capabilities = txn.txn_ctrl.remote_target.capabilities
+    capabilities.rewind()
+    capabilities.next()
+    capabilities.enter()
+    offered = []
+    while capabilities.next():
+        offered.append(str(capabilities.get_object()))
+    assert "amqp:local-transactions" in offered
+    assert "amqp:multi-txns-per-ssn" in offered
+    assert txn.id  # a binary txn-id
+
+
+def test_a_commit_makes_sends_to_two_queues_visible_at_once(client, broker_url, uid):
+    first = client.conn.create_sender(f"/queue/{uid}-a")
+    second = client.conn.create_sender(f"/queue/{uid}-b")
+    txn = client.declare()
+    for sender, body in ((first, b"a1"), (second, b"b1"), (first, b"a2")):
+        delivery = client.send(txn, sender, body)
+        assert delivery.remote_state == 0x34  # transactional-state, outcome accepted
+    assert ready(broker_url, f"{uid}-a") == 0
+    assert ready(broker_url, f"{uid}-b") == 0
+    assert client.discharge(txn, commit=True) == "committed"
+    assert bodies(broker_url, f"{uid}-a") == [b"a1", b"a2"]
+    assert bodies(broker_url, f"{uid}-b") == [b"b1"]
+
+
+def test_an_abort_drops_the_sends(client, broker_url, uid):
+    sender = client.conn.create_sender(f"/queue/{uid}")
+    txn = client.declare()
+    client.send(txn, sender, b"never")
+    assert client.discharge(txn, commit=False) == "aborted"
+    assert ready(broker_url, uid) == 0
+    sender.send(Message(body=b"after", inferred=True))  # the link still works outside it
+    assert bodies(broker_url, uid) == [b"after"]
+
+
+def test_accepts_in_a_transaction_apply_at_commit(client, broker_url, uid):
+    fill(broker_url, uid, 3)
+    receiver = client.conn.create_receiver(f"/queue/{uid}", credit=3)
+    txn = client.declare()
+    for _ in range(3):
+        receiver.receive(timeout=5)
+        txn.accept(receiver.fetcher.unsettled.popleft())
+    receiver.close()  # the receiver goes: accepts staged in the txn still hold the messages
+    assert ready(broker_url, uid) == 0
+    assert client.discharge(txn, commit=True) == "committed"
+    assert ready(broker_url, uid) == 0
+
+
+def test_accepts_in_an_aborted_transaction_leave_the_messages(client, broker_url, uid):
+    fill(broker_url, uid, 3)
+    receiver = client.conn.create_receiver(f"/queue/{uid}", credit=3)
+    txn = client.declare()
+    for _ in range(3):
+        receiver.receive(timeout=5)
+        txn.accept(receiver.fetcher.unsettled.popleft())
+    receiver.link.flow(0)
+    assert client.discharge(txn, commit=False) == "aborted"  # proton releases them
+    receiver.close()
+    assert bodies(broker_url, uid) == [b"m0", b"m1", b"m2"]
+
+
+def test_a_transaction_names_one_engine_transaction(client, rabbitish_broker):
+    txn = client.declare()
+    open_ids = {tx.id.encode() for tx in rabbitish_broker.node.transactions}
+    assert bytes(txn.id) in open_ids
+    assert client.discharge(txn, commit=True) == "committed"
+    assert bytes(txn.id) not in {tx.id.encode() for tx in rabbitish_broker.node.transactions}
+
+
+def test_closing_the_connection_rolls_back(broker_url, uid, rabbitish_broker):
+    client = Client(broker_url)
+    sender = client.conn.create_sender(f"/queue/{uid}")
+    txn = client.declare()
+    client.send(txn, sender, b"lost")
+    client.close()
+    open_ids = {tx.id.encode() for tx in rabbitish_broker.node.transactions}
+    assert bytes(txn.id) not in open_ids
+    assert ready(broker_url, uid) == 0
