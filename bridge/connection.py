@@ -48,7 +48,7 @@ from rabbitish.bridge.codec.definitions import (
     SaslResponse,
     Transfer,
 )
-from rabbitish.bridge.session import Session, session_condition
+from rabbitish.bridge.session import Session, reply_description, session_condition
 from rabbitish.bridge.transactions import TransactionTable
 
 from rabbitish.config import Config
@@ -64,7 +64,6 @@ DECODE_ERROR = "amqp:decode-error"
 FRAMING_ERROR = "amqp:connection:framing-error"
 ILLEGAL_STATE = "amqp:illegal-state"
 INTERNAL_ERROR = "amqp:internal-error"
-NOT_FOUND = "amqp:not-found"
 UNAUTHORIZED = "amqp:unauthorized-access"
 FORCED = "amqp:connection:forced"
 
@@ -123,6 +122,7 @@ class Connection10:
         self.sessions: dict[int, Session] = {}  # by our channel number
         self.transactions = TransactionTable(self)  # declared through any of its sessions
         self._remote_channels: dict[int, int] = {}  # peer's channel -> ours
+        self._ending: set[int] = set()  # peer's channels whose session we ended, until its end
         self._out: list[bytes] = []
         self.out_size = 0
         self._header = b""
@@ -306,14 +306,11 @@ class Connection10:
                 properties={Symbol("product"): PRODUCT},
             ),
         )
+        # RabbitMQ 3.x opens the connection and refuses the first begin (a missing vhost too).
         vhost = self._vhost_for(open_.hostname)
-        if vhost is None:
-            raise ConnectionClosed(NOT_FOUND, f"vhost {self._vhost_name(open_.hostname)} not found")
         user = self.node.users.users[self.user or ""]
-        if not self.node.users.may_access(user, vhost.name):
-            raise ConnectionClosed(
-                UNAUTHORIZED, f"access to vhost '{vhost.name}' refused for user '{self.user}'"
-            )
+        if vhost is None or not self.node.users.may_access(user, vhost.name):
+            return  # self.vhost stays None
         self.vhost = vhost
         self.node.connections.add(self)
 
@@ -343,6 +340,10 @@ class Connection10:
         local = self._remote_channels.get(frame.channel)
         session = self.sessions.get(local) if local is not None else None
         if session is None:
+            if frame.channel in self._ending:
+                if isinstance(body, End):
+                    self._ending.discard(frame.channel)
+                return  # the peer had not yet seen the end we sent
             raise ConnectionClosed(
                 "amqp:connection:framing-error", f"frame on unattached channel {frame.channel}"
             )
@@ -352,19 +353,23 @@ class Connection10:
         try:
             session.handle(body, frame.payload)
         except AMQPError as err:
-            # An engine error outside any link: end the session with it.
-            session.end_with_error(session_condition(err), err.text)
-            self._forget(session)
+            # An engine error (a publish to an exchange deleted since the attach): RabbitMQ
+            # ends the session with it.
+            session.end_with_error(session_condition(err), reply_description(err))
 
     def _begin(self, remote_channel: int, begin: Begin) -> None:
-        if remote_channel in self._remote_channels:
+        if self.vhost is None:
+            raise ConnectionClosed(
+                UNAUTHORIZED,
+                f"Access for user '{self.user}' was refused: insufficient permissions",
+            )
+        if remote_channel in self._remote_channels or remote_channel in self._ending:
             raise ConnectionClosed(ILLEGAL_STATE, f"channel {remote_channel} already in use")
         if remote_channel > self.channel_max:
             raise ConnectionClosed(FRAMING_ERROR, f"channel {remote_channel} above channel-max")
         local = next(n for n in range(self.channel_max + 2) if n not in self.sessions)
         if local > self.channel_max:
             raise ConnectionClosed("amqp:resource-limit-exceeded", "no free channel")
-        assert self.vhost is not None
         session = Session(self, local, remote_channel, begin)
         self.sessions[local] = session
         self._remote_channels[remote_channel] = local
@@ -378,6 +383,11 @@ class Connection10:
     def _forget(self, session: Session) -> None:
         self.sessions.pop(session.channel, None)
         self._remote_channels.pop(session.remote_channel, None)
+
+    def ended_by_broker(self, session: Session) -> None:
+        """We sent `end` with an error: forget the session, await the peer's end."""
+        self._forget(session)
+        self._ending.add(session.remote_channel)
 
     # ------------------------------------------------------------------ closing
     def _closed_by_peer(self, close: Close) -> None:

@@ -1,8 +1,8 @@
-"""AMQP 1.0 links on the engine. Addresses follow RabbitMQ's 3.x plugin: `/queue/NAME` (declared
-durable when missing), `/amq/queue/NAME` (must exist), `/exchange/NAME/KEY`, `/exchange/NAME`
-(the subject is the routing key) and `/topic/KEY` (amq.topic); RabbitMQ 4.x's `/queues/NAME` and
-`/exchanges/NAME[/KEY]` too. A receiver on an exchange address consumes from a private queue
-bound with the key.
+"""AMQP 1.0 links on the engine. Addresses (bridge/addresses.py) follow RabbitMQ's 3.x plugin:
+`/queue/NAME` (declared, durable when the terminus is), `/amq/queue/NAME` (must exist),
+`/exchange/NAME/KEY`, `/exchange/NAME` (the subject is the routing key) and `/topic/KEY`
+(amq.topic); RabbitMQ 4.x's `/queues/NAME` and `/exchanges/NAME[/KEY]` too. A receiver on an
+exchange address consumes from a private queue bound with the key.
 
 An incoming link (the client sends) publishes each complete message through
 `VirtualHost.publish` and grants credit in batches; an outgoing link (the client receives) is an
@@ -11,10 +11,10 @@ deliveries with the engine's outcomes."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from rabbitish.bridge import message as mapping
+from rabbitish.bridge.addresses import Address, parse_address
 from rabbitish.bridge.codec import Symbol
 from rabbitish.bridge.codec.definitions import (
     Accepted,
@@ -44,42 +44,6 @@ SETTLED = 1  # sender-settle-mode "settled": the client receives at most once
 ROLE_SENDER, ROLE_RECEIVER = False, True
 
 
-class LinkError(Exception):
-    """Refuse or detach a link with an AMQP 1.0 condition."""
-
-    def __init__(self, condition: str, description: str) -> None:
-        super().__init__(description)
-        self.condition = condition
-        self.description = description
-
-
-@dataclass(frozen=True)
-class Address:
-    exchange: str  # where a publish goes
-    routing_key: str | None  # None: the message's subject
-    queue: str | None  # the queue a receiver consumes from (None: a private one is made)
-    declare: bool  # /queue/NAME declares a durable queue when missing
-
-
-def parse_address(address: str | None) -> Address:
-    if not address:
-        raise LinkError("amqp:not-found", "an address is required")
-    parts = address.split("/")
-    if address.startswith(("/queue/", "/queues/")) and len(parts) == 3 and parts[2]:
-        return Address("", parts[2], parts[2], True)  # /queues/NAME: RabbitMQ 4.x
-    if address.startswith("/exchanges/") and len(parts) in (3, 4) and parts[2]:
-        key = parts[3] if len(parts) == 4 else ""  # RabbitMQ 4.x: no key means ""
-        return Address(parts[2], key, None, False)
-    if address.startswith("/amq/queue/") and len(parts) == 4 and parts[3]:
-        return Address("", parts[3], parts[3], False)
-    if address.startswith("/exchange/") and len(parts) in (3, 4) and parts[2]:
-        key = parts[3] if len(parts) == 4 else None
-        return Address(parts[2], key, None, False)
-    if address.startswith("/topic/") and len(parts) == 3:
-        return Address("amq.topic", parts[2], None, False)
-    raise LinkError("amqp:not-found", f"address '{address}' is not understood")
-
-
 class IncomingLink:
     """The client sends; rabbitish receives and publishes."""
 
@@ -87,12 +51,12 @@ class IncomingLink:
         self.session = session
         self.handle = int(attach.handle)
         target = attach.target
-        self.address = parse_address(getattr(target, "address", None))
+        self.address = parse_address(getattr(target, "address", None), sending=True)
         vhost = session.conn.vhost
         assert vhost is not None
         self.vhost: VirtualHost = vhost
         if self.address.queue is not None:
-            _ensure_queue(vhost, self.address, session.conn)
+            _ensure_queue(vhost, self.address, session.conn, _durable(target))
         elif self.address.exchange not in vhost.exchanges:
             raise not_found(f"no {vhost.rs('exchange', self.address.exchange)}")
         self.delivery_count = int(attach.initial_delivery_count or 0)
@@ -156,13 +120,13 @@ class OutgoingLink(Consumer):
 
     def __init__(self, session: Session, attach: Attach) -> None:
         source = attach.source
-        address = parse_address(getattr(source, "address", None))
+        address = parse_address(getattr(source, "address", None), sending=False)
         vhost = session.conn.vhost
         assert vhost is not None
         if address.queue is None:
             queue = _private_queue(vhost, address, session.conn)
         else:
-            queue = _ensure_queue(vhost, address, session.conn)
+            queue = _ensure_queue(vhost, address, session.conn, _durable(source))
         settled = attach.snd_settle_mode == SETTLED
         super().__init__(queue, str(attach.name), settled_on_delivery=settled)
         self.session = session
@@ -175,11 +139,14 @@ class OutgoingLink(Consumer):
 
     @property
     def credit(self) -> int:
-        """The link credit the client granted, while the connection can take more output."""
+        """The link credit the client granted, while the connection can take more output and
+        the peer's session window more transfers."""
         conn = self.session.conn
         if conn.output_blocked:
             conn.consumers_starved = True
             return 0
+        if not self.session.window_open:
+            return 0  # the session's flow resumes us
         return self.link_credit
 
     def start(self) -> None:
@@ -240,9 +207,19 @@ class OutgoingLink(Consumer):
         self.queue.remove_consumer(self)
 
 
-def _ensure_queue(vhost: VirtualHost, address: Address, owner: Any) -> Queue:
+def _durable(terminus: Any) -> bool:
+    """RabbitMQ 3.x declares a durable queue for a terminus durable in configuration or
+    unsettled-state, a transient one for none (the default)."""
+    return bool(getattr(terminus, "durable", 0) or 0)
+
+
+def _ensure_queue(vhost: VirtualHost, address: Address, owner: Any, durable: bool) -> Queue:
+    """/queue/NAME declares the queue every time, as RabbitMQ 3.x does, so an existing queue
+    of other properties refuses the link (405 exclusive elsewhere, 406 inequivalent)."""
     assert address.queue is not None
-    if address.declare and address.queue not in vhost.queues:
+    if address.declare:
+        return vhost.declare_queue(address.queue, owner=owner, durable=durable)
+    if address.only_missing and address.queue not in vhost.queues:
         return vhost.declare_queue(address.queue, owner=owner, durable=True)
     return vhost.queue(address.queue, owner)
 

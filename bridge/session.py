@@ -1,7 +1,8 @@
 """One AMQP 1.0 session: begin/end, the session flow-control windows, the handle table of its
-links and the deliveries it sent that the client has not settled. A link that cannot be made is
-refused the way the spec allows: the attach is answered with an attach carrying no terminus,
-then a detach with the error."""
+links and the deliveries it sent that the client has not settled. Transfers stop at the peer's
+incoming window and resume with its next flow. A link that cannot be made ends the session with
+the error, as RabbitMQ 3.x's plugin does (engine reply codes become 1.0 conditions in
+`session_condition`); resume is never offered: an attach is answered with no unsettled map."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from rabbitish.bridge import links
 from rabbitish.bridge import message as mapping
 from rabbitish.bridge import transactions as txns
+from rabbitish.bridge.addresses import LinkError
 from rabbitish.bridge.codec import (
     Symbol,
     UInt,
@@ -37,10 +39,11 @@ if TYPE_CHECKING:
 
 WINDOW = 65535  # transfers we accept before the peer must wait for our next flow
 HANDLE_MAX = 255
-UNATTACHED_HANDLE = "amqp:session:unattached-handle"
+RCV_SETTLE_SECOND = 1
 HANDLE_IN_USE = "amqp:session:handle-in-use"
 NOT_IMPLEMENTED = "amqp:not-implemented"
 ILLEGAL_STATE = "amqp:illegal-state"
+INVALID_FIELD = "amqp:invalid-field"
 
 
 class SessionEnded(Exception):
@@ -69,6 +72,7 @@ class Session:
         self.links: dict[int, Any] = {}  # the peer's handle -> link
         self.unsettled: dict[int, tuple[links.OutgoingLink, Delivery]] = {}  # by delivery-id
         self.next_delivery_id = 0
+        self.held: list[bytes] = []  # transfer frames waiting for the peer's incoming window
         self.ended = False
 
     # ------------------------------------------------------------------ lifecycle
@@ -98,12 +102,14 @@ class Session:
                 self._detach(body)
         except SessionEnded as err:
             self.end_with_error(err.condition, err.description)
-            self.conn._forget(self)
 
     def end_with_error(self, condition: str, description: str) -> None:
+        """End the session (RabbitMQ 3.x ends it for any error on one of its links); the
+        connection forgets it but takes the peer's answering end quietly."""
         self.teardown()
         error = Error(condition=Symbol(condition), description=description or None)
         self.conn.send(self.channel, End(error=error))
+        self.conn.ended_by_broker(self)
 
     def teardown(self) -> None:
         """The session is gone (end, connection closed or lost): release what its links hold."""
@@ -121,7 +127,8 @@ class Session:
         """End of an input batch."""
 
     def resume(self) -> None:
-        """The connection's output drained: outgoing links may deliver again."""
+        """The connection's output drained or the peer's window opened: outgoing links may
+        deliver again."""
         for link in list(self.links.values()):
             if isinstance(link, links.OutgoingLink):
                 link.queue.dispatch()
@@ -133,6 +140,10 @@ class Session:
             raise SessionEnded("amqp:connection:framing-error", f"handle {handle} above handle-max")
         if handle in self.links:
             raise SessionEnded(HANDLE_IN_USE, f"handle {handle} is in use")
+        if attach.rcv_settle_mode == RCV_SETTLE_SECOND and attach.snd_settle_mode != links.SETTLED:
+            raise SessionEnded(NOT_IMPLEMENTED, "rcv-settle-mode second not supported")
+        # A link that cannot be made ends the session with the error, as RabbitMQ 3.x does
+        # (`_refuse` is the spec's link-level refusal, which RabbitMQ 4.x uses).
         try:
             if attach.role == links.ROLE_SENDER and isinstance(attach.target, Coordinator):
                 link: Any = txns.CoordinatorLink(self, attach)
@@ -140,12 +151,10 @@ class Session:
                 link = links.IncomingLink(self, attach)
             else:
                 link = links.OutgoingLink(self, attach)
-        except links.LinkError as err:
-            self._refuse(attach, err.condition, err.description)
-            return
+        except LinkError as err:
+            raise SessionEnded(err.condition, err.description) from None
         except AMQPError as err:
-            self._refuse(attach, session_condition(err), err.text)
-            return
+            raise SessionEnded(session_condition(err), reply_description(err)) from None
         self.links[handle] = link
         we_send = attach.role == links.ROLE_RECEIVER
         self.conn.send(
@@ -228,13 +237,31 @@ class Session:
             settled=True if settled else None,
             state=state,
         )
-        frames = encode_transfers(self.channel, transfer, payload, self.conn.max_frame_size)
-        for frame in frames:
-            self.conn.write(frame)
-        self.next_outgoing_id = (self.next_outgoing_id + len(frames)) & 0xFFFFFFFF
+        self.held.extend(
+            encode_transfers(self.channel, transfer, payload, self.conn.max_frame_size)
+        )
         if not settled:
             self.unsettled[delivery_id] = (link, delivery)
+        self._send_held()
         return delivery_id
+
+    @property
+    def window_open(self) -> bool:
+        """The peer's incoming window takes another transfer now (outgoing links stop at 0)."""
+        return self.remote_incoming_window > 0 and not self.held
+
+    def _send_held(self) -> None:
+        """Transfer frames, as many as the peer's incoming window allows; the rest wait for
+        its next flow."""
+        sent = 0
+        for frame in self.held:
+            if self.remote_incoming_window <= 0:
+                break
+            self.conn.write(frame)
+            self.remote_incoming_window -= 1
+            sent += 1
+        del self.held[:sent]
+        self.next_outgoing_id = (self.next_outgoing_id + sent) & 0xFFFFFFFF
 
     def send_disposition(self, delivery_id: int, state: Any, role: bool) -> None:
         """Settle one delivery with `state`: one the client sent (`role` receiver, True) or one
@@ -247,21 +274,26 @@ class Session:
         )
 
     def _flow(self, flow: Flow) -> None:
+        was_open = self.window_open
         if flow.next_incoming_id is not None:
             self.remote_incoming_window = (
                 int(flow.next_incoming_id) + int(flow.incoming_window) - self.next_outgoing_id
             )
         else:
-            self.remote_incoming_window = int(flow.incoming_window)
+            self.remote_incoming_window = int(flow.incoming_window) - self.next_outgoing_id
         self.remote_outgoing_window = int(flow.outgoing_window)
+        if not was_open:
+            self._send_held()
+            if self.window_open:
+                self.resume()
         if flow.handle is not None:
             link = self.links.get(int(flow.handle))
             if link is None:
-                raise SessionEnded(UNATTACHED_HANDLE, f"flow for unattached handle {flow.handle}")
+                raise SessionEnded(INVALID_FIELD, f"Unattached handle: {{uint,{flow.handle}}}")
             if isinstance(link, links.OutgoingLink):
                 try:
                     link.flow(flow)
-                except links.LinkError as err:
+                except LinkError as err:
                     self.detach_link(link, err.condition, err.description)
             elif flow.echo:
                 self.send_link_flow(link.handle, link.delivery_count, link.credit)
@@ -284,9 +316,8 @@ class Session:
     def _transfer(self, transfer: Transfer, payload: bytes) -> None:
         link = self.links.get(int(transfer.handle))
         if not isinstance(link, links.IncomingLink | txns.CoordinatorLink):
-            raise SessionEnded(
-                UNATTACHED_HANDLE, f"transfer on unattached handle {transfer.handle}"
-            )
+            # RabbitMQ's condition and text (the spec would say unattached-handle).
+            raise SessionEnded(ILLEGAL_STATE, f"Unknown link handle {{uint,{transfer.handle}}}")
         self.next_incoming_id = (self.next_incoming_id + 1) & 0xFFFFFFFF
         self.incoming_window -= 1
         if self.incoming_window < WINDOW // 2:
@@ -294,7 +325,7 @@ class Session:
             self._send_flow()
         try:
             link.transfer(transfer, payload)
-        except links.LinkError as err:
+        except LinkError as err:
             self.detach_link(link, err.condition, err.description)
 
     def _disposition(self, disposition: Disposition) -> None:
@@ -321,7 +352,7 @@ class Session:
         state = disposition.state
         try:
             declared = self.conn.transactions.lookup(state.txn_id)
-        except links.LinkError as err:
+        except LinkError as err:
             raise SessionEnded(err.condition, err.description) from None
         for delivery_id in range(first, last + 1):
             if disposition.settled:
@@ -371,3 +402,12 @@ def session_condition(error: AMQPError) -> str:
         405: "amqp:resource-locked",
         406: "amqp:precondition-failed",
     }.get(error.reply_code, "amqp:internal-error")
+
+
+def reply_description(error: AMQPError) -> str:
+    """The description RabbitMQ's plugin gives an engine error: the 0-9-1 reply text its
+    internal channel was closed with, so cut to 252 bytes and "..." beyond a short string."""
+    text = error.reply_text.encode()
+    if len(text) > 255:
+        return (text[:252] + b"...").decode(errors="ignore")
+    return error.reply_text

@@ -18,6 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from rabbitish.bridge.addresses import LinkError
 from rabbitish.bridge.codec import DecodeError, Symbol, decode_all
 from rabbitish.bridge.codec.definitions import (
     Accepted,
@@ -31,7 +32,7 @@ from rabbitish.bridge.codec.definitions import (
     Rejected,
     Transfer,
 )
-from rabbitish.bridge.links import LinkError, outcome_of
+from rabbitish.bridge.links import outcome_of
 
 from rabbitish.engine.delivery import Delivery, Outcome, settle
 from rabbitish.engine.errors import AMQPError

@@ -113,14 +113,6 @@ def test_open_negotiates_and_close_is_answered(raw):
     assert client.closed()
 
 
-def test_an_unknown_vhost_closes_with_not_found(raw):
-    client = raw()
-    client.sasl_plain()
-    client.open(hostname="vhost:missing")
-    closed = client.frame().body
-    assert isinstance(closed, Close) and closed.error.condition == "amqp:not-found"
-
-
 def test_a_broken_frame_closes_with_framing_error(raw):
     client = raw()
     client.sasl_plain()

@@ -117,7 +117,7 @@ class Controller:
         return bytes(state.txn_id)
 
     def sender(self, handle: int, queue: str, channel: int = 0) -> None:
-        target = Target(address=f"/queue/{queue}")
+        target = Target(address=f"/amq/queue/{queue}")
         self.raw.send(
             encode_frame(
                 channel, Attach(name=f"s{handle}", handle=UInt(handle), role=False, target=target)
@@ -126,7 +126,7 @@ class Controller:
         self.expect(Attach)
 
     def receiver(self, handle: int, queue: str, settle_mode: int | None = None) -> None:
-        source = Source(address=f"/queue/{queue}")
+        source = Source(address=f"/amq/queue/{queue}")
         attach = Attach(
             name=f"r{handle}",
             handle=UInt(handle),

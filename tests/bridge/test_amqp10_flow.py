@@ -33,7 +33,7 @@ def receiver(broker_url: str, queue: str, settle_mode: int | None = None) -> Raw
         handle=UInt(0),
         role=True,
         snd_settle_mode=settle_mode,
-        source=Source(address=f"/queue/{queue}"),
+        source=Source(address=f"/queue/{queue}", durable=UInt(1)),  # as publish() declared it
     )
     client.send(encode_frame(0, attach))
     assert isinstance(client.frame().body, Attach)

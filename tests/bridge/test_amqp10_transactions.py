@@ -144,7 +144,7 @@ def test_an_abort_drops_the_sends(client, broker_url, uid):
 
 def test_accepts_in_a_transaction_apply_at_commit(client, broker_url, uid):
     fill(broker_url, uid, 3)
-    receiver = client.conn.create_receiver(f"/queue/{uid}", credit=3)
+    receiver = client.conn.create_receiver(f"/amq/queue/{uid}", credit=3)
     txn = client.declare()
     for _ in range(3):
         receiver.receive(timeout=5)
@@ -157,7 +157,7 @@ def test_accepts_in_a_transaction_apply_at_commit(client, broker_url, uid):
 
 def test_accepts_in_an_aborted_transaction_leave_the_messages(client, broker_url, uid):
     fill(broker_url, uid, 3)
-    receiver = client.conn.create_receiver(f"/queue/{uid}", credit=3)
+    receiver = client.conn.create_receiver(f"/amq/queue/{uid}", credit=3)
     txn = client.declare()
     for _ in range(3):
         receiver.receive(timeout=5)
