@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from rabbitish.engine.queue import Queue
     from rabbitish.engine.vhost import VirtualHost
 
-CREDIT = 256  # what an incoming link is granted at a time
+CREDIT = 512  # what an incoming link is granted at a time
 SETTLED = 1  # sender-settle-mode "settled": the client receives at most once
 ROLE_SENDER, ROLE_RECEIVER = False, True
 
