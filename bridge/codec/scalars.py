@@ -43,22 +43,22 @@ def enc_ushort(value: int, out: bytearray) -> None:
     out += _P_BH(0x60, value)
 
 
-def enc_uint(value: int, out: bytearray) -> None:
-    if value == 0:
-        out.append(0x43)
-    elif 0 < value <= 0xFF:
-        out += P_BB(0x52, value)
-    else:
-        out += _P_BI(0x70, value)
+def _unsigned(zero: int, small: int, wide: int, pack_wide: Callable[..., bytes]) -> Encoder:
+    """uint/ulong: the zero-width form for 0, one octet up to 255, else the full width."""
+
+    def encode(value: int, out: bytearray) -> None:
+        if value == 0:
+            out.append(zero)
+        elif 0 < value <= 0xFF:
+            out += P_BB(small, value)
+        else:
+            out += pack_wide(wide, value)
+
+    return encode
 
 
-def enc_ulong(value: int, out: bytearray) -> None:
-    if value == 0:
-        out.append(0x44)
-    elif 0 < value <= 0xFF:
-        out += P_BB(0x53, value)
-    else:
-        out += _P_BQ(0x80, value)
+enc_uint = _unsigned(0x43, 0x52, 0x70, _P_BI)
+enc_ulong = _unsigned(0x44, 0x53, 0x80, _P_BQ)
 
 
 def enc_byte(value: int, out: bytearray) -> None:
@@ -69,18 +69,20 @@ def enc_short(value: int, out: bytearray) -> None:
     out += _P_Bh(0x61, value)
 
 
-def enc_int(value: int, out: bytearray) -> None:
-    if -0x80 <= value <= 0x7F:
-        out += _P_Bb(0x54, value)
-    else:
-        out += _P_Bi(0x71, value)
+def _signed(small: int, wide: int, pack_wide: Callable[..., bytes]) -> Encoder:
+    """int/long: one octet from -128 to 127, else the full width."""
+
+    def encode(value: int, out: bytearray) -> None:
+        if -0x80 <= value <= 0x7F:
+            out += _P_Bb(small, value)
+        else:
+            out += pack_wide(wide, value)
+
+    return encode
 
 
-def enc_long(value: int, out: bytearray) -> None:
-    if -0x80 <= value <= 0x7F:
-        out += _P_Bb(0x55, value)
-    else:
-        out += _P_Bq(0x81, value)
+enc_int = _signed(0x54, 0x71, _P_Bi)
+enc_long = _signed(0x55, 0x81, _P_Bq)
 
 
 def enc_float(value: float, out: bytearray) -> None:
