@@ -125,6 +125,7 @@ class Connection10:
         self._ending: set[int] = set()  # peer's channels whose session we ended, until its end
         self._out: list[bytes] = []
         self.out_size = 0
+        self._held: list[Session] = []  # sessions batching frames until the next flush
         self._header = b""
         self.should_close = False
         self.close_reason: str | None = None
@@ -141,9 +142,24 @@ class Connection10:
         self.out_size += len(data)
 
     def send(self, channel: int, body: Any, payload: bytes = b"") -> None:
+        if self._held:
+            self._release()
         self.write(encode_frame(channel, body, payload))
 
+    def hold(self, session: Session) -> None:
+        """`session` batches frames (accepts) to send at its next flush: at the latest before
+        this connection sends any other performative or hands its output to the socket."""
+        self._held.append(session)
+        self._wake()
+
+    def _release(self) -> None:
+        held, self._held = self._held, []
+        for session in held:
+            session.flush()
+
     def take_output(self) -> bytes:
+        if self._held:
+            self._release()
         data = b"".join(self._out)
         self._out.clear()
         self.out_size = 0

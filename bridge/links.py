@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     from rabbitish.engine.queue import Queue
     from rabbitish.engine.vhost import VirtualHost
 
-CREDIT = 256  # what an incoming link is granted at a time
+CREDIT = 512  # what an incoming link is granted at a time
 TXN_ID = Symbol("txn-id")  # the flow property that names a transaction for acquisition
 SETTLED = 1  # sender-settle-mode "settled": the client receives at most once
 ROLE_SENDER, ROLE_RECEIVER = False, True
@@ -97,7 +97,7 @@ class IncomingLink:
             journal = self.vhost.journal
             journal.when_synced(
                 journal.position,
-                lambda: self.session.send_disposition(delivery_id, Accepted(), role=True),
+                lambda: self.session.accept_incoming(delivery_id),
             )
 
     def _post(self, first: Transfer, message: Any) -> None:

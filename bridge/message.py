@@ -52,10 +52,16 @@ def to_engine(
     `/exchange/NAME` address that names no key)."""
     sections = decode_all(payload)
     fields: dict[str, Any] = {}
-    header = next((s for s in sections if isinstance(s, Header)), None)
-    props = next((s for s in sections if isinstance(s, Properties)), None)
-    app = next((s for s in sections if isinstance(s, ApplicationProperties)), None)
-    bodies = [s for s in sections if isinstance(s, _BODY)]
+    first: dict[type, Any] = {}  # the first section of each kind, in one pass (per message)
+    bodies = []
+    for section in sections:
+        if isinstance(section, _BODY):
+            bodies.append(section)
+        elif type(section) not in first:
+            first[type(section)] = section
+    header = first.get(Header)
+    props = first.get(Properties)
+    app = first.get(ApplicationProperties)
     if header is not None:
         fields["delivery_mode"] = 2 if header.durable else 1
         if header.priority is not None and header.priority != 4:

@@ -15,9 +15,11 @@ from rabbitish.bridge.addresses import LinkError
 from rabbitish.bridge.codec import (
     Symbol,
     UInt,
+    encode_frame,
     encode_transfers,
 )
 from rabbitish.bridge.codec.definitions import (
+    Accepted,
     Attach,
     Begin,
     Coordinator,
@@ -74,6 +76,7 @@ class Session:
         self.next_delivery_id = 0
         self.held: list[bytes] = []  # transfer frames waiting for the peer's incoming window
         self.ended = False
+        self._accepted: list[int] = []  # incoming delivery ids to accept at the next flush
 
     # ------------------------------------------------------------------ lifecycle
     def begun(self) -> None:
@@ -124,7 +127,19 @@ class Session:
         settle(self.conn.transactions.take_over(back), Outcome.REQUEUE)
 
     def flush(self) -> None:
-        """End of an input batch."""
+        """End of an input batch, or the connection is about to send something else: the
+        accepts gathered go out as one disposition per run of consecutive delivery ids (as
+        RabbitMQ sends them), so a client is not sent a frame per message."""
+        accepted, self._accepted = self._accepted, []
+        for first, last in _runs(accepted):
+            disposition = Disposition(
+                role=True,
+                first=UInt(first),
+                last=UInt(last) if last != first else None,
+                settled=True,
+                state=Accepted(),
+            )
+            self.conn.write(encode_frame(self.channel, disposition))
 
     def resume(self) -> None:
         """The connection's output drained or the peer's window opened: outgoing links may
@@ -273,6 +288,15 @@ class Session:
             Disposition(role=role, first=UInt(delivery_id), settled=True, state=state),
         )
 
+    def accept_incoming(self, delivery_id: int) -> None:
+        """A message the client sent unsettled is safely in: accepted and settled (at the
+        next flush)."""
+        if self.ended:
+            return
+        if not self._accepted:
+            self.conn.hold(self)
+        self._accepted.append(delivery_id)
+
     def _flow(self, flow: Flow) -> None:
         was_open = self.window_open
         if flow.next_incoming_id is not None:
@@ -392,6 +416,17 @@ class Session:
             unacked=len(self.unsettled),
             transaction=next(iter(self.conn.transactions.declared_by(self)), None),
         )
+
+
+def _runs(ids: list[int]) -> list[tuple[int, int]]:
+    """(first, last) of each run of consecutive ids, in order (ids wrap at 2**32)."""
+    runs: list[tuple[int, int]] = []
+    for delivery_id in ids:
+        if runs and (runs[-1][1] + 1) & 0xFFFFFFFF == delivery_id:
+            runs[-1] = (runs[-1][0], delivery_id)
+        else:
+            runs.append((delivery_id, delivery_id))
+    return runs
 
 
 def session_condition(error: AMQPError) -> str:

@@ -1,5 +1,7 @@
 """AMQP 1.0 encoder: Python values to bytes, each in the smallest encoding the spec offers for it
 (uint0/smalluint, str8, list0/list8, ...), so what we write is what a careful peer would write.
+Scalars are written by scalars.py; this module dispatches on the Python type and writes the
+compounds (lists, maps, described values, composites) and arrays.
 
 Values are encoded by their Python type (see values.py); a field of a composite is encoded by its
 declared AMQP type instead (TYPED_ENCODERS), so a plain int given for a ushort field still goes
@@ -12,6 +14,32 @@ import uuid
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from .scalars import (
+    P_BB,
+    Encoder,
+    enc_binary,
+    enc_bool,
+    enc_byte,
+    enc_char,
+    enc_decimal32,
+    enc_decimal64,
+    enc_decimal128,
+    enc_double,
+    enc_float,
+    enc_int,
+    enc_long,
+    enc_memoryview,
+    enc_null,
+    enc_short,
+    enc_string,
+    enc_symbol,
+    enc_timestamp,
+    enc_ubyte,
+    enc_uint,
+    enc_ulong,
+    enc_ushort,
+    enc_uuid,
+)
 from .values import (
     Array,
     Byte,
@@ -35,143 +63,11 @@ from .values import (
     UShort,
 )
 
-Encoder = Callable[[Any, bytearray], None]
 # Writes an array's element constructor, then the elements without constructors of their own.
 ElementWriter = Callable[[list, bytearray], None]
 
-_P_BB = struct.Struct(">BB").pack
-_P_Bb = struct.Struct(">Bb").pack
-_P_BH = struct.Struct(">BH").pack
-_P_Bh = struct.Struct(">Bh").pack
-_P_BI = struct.Struct(">BI").pack
-_P_Bi = struct.Struct(">Bi").pack
-_P_BQ = struct.Struct(">BQ").pack
-_P_Bq = struct.Struct(">Bq").pack
-_P_Bf = struct.Struct(">Bf").pack
-_P_Bd = struct.Struct(">Bd").pack
-_P_BBB = struct.Struct(">BBB").pack
 _P_BII = struct.Struct(">BII").pack
 _P_II = struct.Struct(">II").pack
-
-
-# ---------------------------------------------------------------------- fixed width
-def _enc_null(value: Any, out: bytearray) -> None:
-    out.append(0x40)
-
-
-def _enc_bool(value: Any, out: bytearray) -> None:
-    out.append(0x41 if value else 0x42)
-
-
-def _enc_ubyte(value: int, out: bytearray) -> None:
-    out += _P_BB(0x50, value)
-
-
-def _enc_ushort(value: int, out: bytearray) -> None:
-    out += _P_BH(0x60, value)
-
-
-def _enc_uint(value: int, out: bytearray) -> None:
-    if value == 0:
-        out.append(0x43)
-    elif 0 < value <= 0xFF:
-        out += _P_BB(0x52, value)
-    else:
-        out += _P_BI(0x70, value)
-
-
-def _enc_ulong(value: int, out: bytearray) -> None:
-    if value == 0:
-        out.append(0x44)
-    elif 0 < value <= 0xFF:
-        out += _P_BB(0x53, value)
-    else:
-        out += _P_BQ(0x80, value)
-
-
-def _enc_byte(value: int, out: bytearray) -> None:
-    out += _P_Bb(0x51, value)
-
-
-def _enc_short(value: int, out: bytearray) -> None:
-    out += _P_Bh(0x61, value)
-
-
-def _enc_int(value: int, out: bytearray) -> None:
-    if -0x80 <= value <= 0x7F:
-        out += _P_Bb(0x54, value)
-    else:
-        out += _P_Bi(0x71, value)
-
-
-def _enc_long(value: int, out: bytearray) -> None:
-    if -0x80 <= value <= 0x7F:
-        out += _P_Bb(0x55, value)
-    else:
-        out += _P_Bq(0x81, value)
-
-
-def _enc_float(value: float, out: bytearray) -> None:
-    out += _P_Bf(0x72, value)
-
-
-def _enc_double(value: float, out: bytearray) -> None:
-    out += _P_Bd(0x82, value)
-
-
-def _decimal(code: int, width: int) -> Encoder:
-    def encode(value: bytes, out: bytearray) -> None:
-        if len(value) != width:
-            raise EncodeError(f"a decimal{width * 8} takes {width} bytes, not {len(value)}")
-        out.append(code)
-        out += value
-
-    return encode
-
-
-_enc_decimal32 = _decimal(0x74, 4)
-_enc_decimal64 = _decimal(0x84, 8)
-_enc_decimal128 = _decimal(0x94, 16)
-
-
-def _enc_char(value: str, out: bytearray) -> None:
-    out += _P_BI(0x73, ord(value))
-
-
-def _enc_timestamp(value: int, out: bytearray) -> None:
-    out += _P_Bq(0x83, value)
-
-
-def _enc_uuid(value: uuid.UUID, out: bytearray) -> None:
-    out.append(0x98)
-    out += value.bytes
-
-
-# ---------------------------------------------------------------------- variable width
-def _enc_binary(value: bytes | bytearray, out: bytearray) -> None:
-    n = len(value)
-    out += _P_BB(0xA0, n) if n <= 0xFF else _P_BI(0xB0, n)
-    out += value
-
-
-def _enc_memoryview(value: memoryview, out: bytearray) -> None:
-    _enc_binary(value.tobytes(), out)
-
-
-def _enc_string(value: str, out: bytearray) -> None:
-    data = value.encode()
-    n = len(data)
-    out += _P_BB(0xA1, n) if n <= 0xFF else _P_BI(0xB1, n)
-    out += data
-
-
-def _enc_symbol(value: str, out: bytearray) -> None:
-    # The spec says ASCII; UTF-8 is its superset, so a symbol decoded from a lax peer can be
-    # written back unchanged.
-    data = value.encode()
-    n = len(data)
-    out += _P_BB(0xA3, n) if n <= 0xFF else _P_BI(0xB3, n)
-    out += data
 
 
 # ---------------------------------------------------------------------- compound
@@ -214,9 +110,9 @@ def encode_keyed_map(value: Mapping, out: bytearray) -> None:
     for key, item in value.items():
         kind = type(key)
         if kind is str:
-            _enc_symbol(key, out)
+            enc_symbol(key, out)
         elif kind is int:
-            _enc_ulong(key, out)
+            enc_ulong(key, out)
         else:
             _encode(key, out)
         _encode(item, out)
@@ -376,7 +272,7 @@ def _compound_elements(
         if all(count <= 0xFF and len(data) < 0xFF for count, data in bodies):
             out.append(code8)
             for count, data in bodies:
-                out += _P_BB(len(data) + 1, count)
+                out += P_BB(len(data) + 1, count)
                 out += data
         else:
             out.append(code32)
@@ -443,30 +339,30 @@ _ELEMENT_WRITERS: dict[str, ElementWriter] = {
 
 # ---------------------------------------------------------------------- dispatch
 _ENCODERS: dict[type, Encoder] = {
-    type(None): _enc_null,
-    bool: _enc_bool,
-    UByte: _enc_ubyte,
-    UShort: _enc_ushort,
-    UInt: _enc_uint,
-    ULong: _enc_ulong,
-    Byte: _enc_byte,
-    Short: _enc_short,
-    Int: _enc_int,
-    Long: _enc_long,
-    int: _enc_long,
-    Float32: _enc_float,
-    float: _enc_double,
-    Decimal32: _enc_decimal32,
-    Decimal64: _enc_decimal64,
-    Decimal128: _enc_decimal128,
-    Char: _enc_char,
-    Timestamp: _enc_timestamp,
-    uuid.UUID: _enc_uuid,
-    bytes: _enc_binary,
-    bytearray: _enc_binary,
-    memoryview: _enc_memoryview,
-    str: _enc_string,
-    Symbol: _enc_symbol,
+    type(None): enc_null,
+    bool: enc_bool,
+    UByte: enc_ubyte,
+    UShort: enc_ushort,
+    UInt: enc_uint,
+    ULong: enc_ulong,
+    Byte: enc_byte,
+    Short: enc_short,
+    Int: enc_int,
+    Long: enc_long,
+    int: enc_long,
+    Float32: enc_float,
+    float: enc_double,
+    Decimal32: enc_decimal32,
+    Decimal64: enc_decimal64,
+    Decimal128: enc_decimal128,
+    Char: enc_char,
+    Timestamp: enc_timestamp,
+    uuid.UUID: enc_uuid,
+    bytes: enc_binary,
+    bytearray: enc_binary,
+    memoryview: enc_memoryview,
+    str: enc_string,
+    Symbol: enc_symbol,
     list: _enc_list,
     tuple: _enc_list,
     dict: _enc_map,
@@ -546,27 +442,27 @@ def _guarded(encoder: Encoder, kinds: type | tuple[type, ...], name: str) -> Enc
 _BINARY = (bytes, bytearray, memoryview)
 
 TYPED_ENCODERS: dict[str, Encoder] = {
-    "null": _enc_null,
-    "boolean": _enc_bool,
-    "ubyte": _guarded(_enc_ubyte, int, "ubyte"),
-    "ushort": _guarded(_enc_ushort, int, "ushort"),
-    "uint": _guarded(_enc_uint, int, "uint"),
-    "ulong": _guarded(_enc_ulong, int, "ulong"),
-    "byte": _guarded(_enc_byte, int, "byte"),
-    "short": _guarded(_enc_short, int, "short"),
-    "int": _guarded(_enc_int, int, "int"),
-    "long": _guarded(_enc_long, int, "long"),
-    "float": _guarded(_enc_float, (int, float), "float"),
-    "double": _guarded(_enc_double, (int, float), "double"),
-    "decimal32": _guarded(_enc_decimal32, bytes, "decimal32"),
-    "decimal64": _guarded(_enc_decimal64, bytes, "decimal64"),
-    "decimal128": _guarded(_enc_decimal128, bytes, "decimal128"),
-    "char": _guarded(_enc_char, str, "char"),
-    "timestamp": _guarded(_enc_timestamp, int, "timestamp"),
-    "uuid": _guarded(_enc_uuid, uuid.UUID, "uuid"),
-    "binary": _guarded(lambda v, out: _enc_binary(bytes(v), out), _BINARY, "binary"),
-    "string": _guarded(_enc_string, str, "string"),
-    "symbol": _guarded(_enc_symbol, str, "symbol"),
+    "null": enc_null,
+    "boolean": enc_bool,
+    "ubyte": _guarded(enc_ubyte, int, "ubyte"),
+    "ushort": _guarded(enc_ushort, int, "ushort"),
+    "uint": _guarded(enc_uint, int, "uint"),
+    "ulong": _guarded(enc_ulong, int, "ulong"),
+    "byte": _guarded(enc_byte, int, "byte"),
+    "short": _guarded(enc_short, int, "short"),
+    "int": _guarded(enc_int, int, "int"),
+    "long": _guarded(enc_long, int, "long"),
+    "float": _guarded(enc_float, (int, float), "float"),
+    "double": _guarded(enc_double, (int, float), "double"),
+    "decimal32": _guarded(enc_decimal32, bytes, "decimal32"),
+    "decimal64": _guarded(enc_decimal64, bytes, "decimal64"),
+    "decimal128": _guarded(enc_decimal128, bytes, "decimal128"),
+    "char": _guarded(enc_char, str, "char"),
+    "timestamp": _guarded(enc_timestamp, int, "timestamp"),
+    "uuid": _guarded(enc_uuid, uuid.UUID, "uuid"),
+    "binary": _guarded(lambda v, out: enc_binary(bytes(v), out), _BINARY, "binary"),
+    "string": _guarded(enc_string, str, "string"),
+    "symbol": _guarded(enc_symbol, str, "symbol"),
     "list": _guarded(_enc_list, (list, tuple), "list"),
     "map": _guarded(_enc_map, Mapping, "map"),
     "array": _guarded(_enc_array, Array, "array"),

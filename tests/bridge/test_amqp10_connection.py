@@ -25,8 +25,7 @@ from rabbitish.bridge.codec.definitions import (
 )
 
 from rabbitish.testing import running_broker
-from tests.support.amqp10 import Raw
-from tests.support.raw_amqp import host_port
+from tests.support.amqp10 import Raw, proton_url
 
 proton = pytest.importorskip("proton", reason="python-qpid-proton is not installed")
 from proton.utils import BlockingConnection  # noqa: E402
@@ -43,11 +42,6 @@ def raw(broker_url):
     yield make
     for client in clients:
         client.close()
-
-
-def proton_url(amqp_url: str) -> str:
-    host, port = host_port(amqp_url)
-    return f"amqp://guest:guest@{host}:{port}"
 
 
 # ---------------------------------------------------------------------- SASL

@@ -1,18 +1,20 @@
 """Link flow control with raw frames: drain uses up the credit when the queue runs dry and
-echoes it, a settled-mode receiver leaves nothing outstanding, and unsettled deliveries go back
-in place when the connection goes."""
+echoes it, a settled-mode receiver leaves nothing outstanding, unsettled deliveries go back
+in place when the connection goes, and unsettled sends are accepted in ranges."""
 
 from __future__ import annotations
 
 import pika
-from rabbitish.bridge.codec import UInt, encode_frame
+from rabbitish.bridge.codec import UInt, encode, encode_frame
 from rabbitish.bridge.codec.definitions import (
     Accepted,
     Attach,
     Begin,
+    Data,
     Disposition,
     Flow,
     Source,
+    Target,
     Transfer,
 )
 
@@ -112,5 +114,40 @@ def test_a_settled_mode_receiver_gets_settled_transfers(broker_url, uid):
         transfers = [client.frame().body for _ in range(2)]
         assert all(t.settled for t in transfers)
         assert ready(broker_url, uid) == 0
+    finally:
+        client.close()
+
+
+def test_unsettled_sends_arriving_together_are_accepted_in_one_disposition(broker_url, uid):
+    client = Raw(broker_url)
+    client.sasl_plain()
+    client.open()
+    client.send(encode_frame(0, Begin(next_outgoing_id=UInt(0), **WINDOWS)))
+    assert isinstance(client.frame().body, Begin)
+    attach = Attach(name="s", handle=UInt(0), role=False, target=Target(address=f"/queue/{uid}"))
+    client.send(encode_frame(0, attach))
+    assert isinstance(client.frame().body, Attach)
+    assert int(client.frame().body.link_credit) > 3
+    try:
+        client.send(
+            b"".join(
+                encode_frame(
+                    0,
+                    Transfer(
+                        handle=UInt(0),
+                        delivery_id=UInt(i),
+                        delivery_tag=b"%d" % i,
+                        message_format=UInt(0),
+                    ),
+                    encode(Data(value=b"m%d" % i)),
+                )
+                for i in range(3)
+            )
+        )
+        accepted = client.frame().body
+        assert isinstance(accepted, Disposition)
+        assert (int(accepted.first), int(accepted.last), accepted.settled) == (0, 2, True)
+        assert isinstance(accepted.state, Accepted)
+        assert ready(broker_url, uid) == 3
     finally:
         client.close()

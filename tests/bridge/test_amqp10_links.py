@@ -7,7 +7,7 @@ from __future__ import annotations
 import pika
 import pytest
 
-from tests.support.raw_amqp import host_port
+from tests.support.amqp10 import proton_url
 
 proton = pytest.importorskip("proton", reason="python-qpid-proton is not installed")
 from proton import Message  # noqa: E402
@@ -19,11 +19,6 @@ def body_of(receiver, timeout: float = 5) -> bytes:
     into the message)."""
     message = receiver.receive(timeout=timeout)
     return bytes(message.body)
-
-
-def proton_url(amqp_url: str) -> str:
-    host, port = host_port(amqp_url)
-    return f"amqp://guest:guest@{host}:{port}"
 
 
 @pytest.fixture

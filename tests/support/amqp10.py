@@ -79,3 +79,9 @@ class Raw:
 
     def close(self) -> None:
         self.sock.close()
+
+
+def proton_url(amqp_url: str) -> str:
+    """The broker's 1.0 URL for qpid-proton (same port, guest, no vhost path)."""
+    host, port = host_port(amqp_url)
+    return f"amqp://guest:guest@{host}:{port}"

@@ -1,0 +1,348 @@
+"""AMQP 1.0 throughput with a real client (qpid-proton's event-driven container), rabbitish vs
+RabbitMQ with its amqp1_0 plugin in one run: (a) send N messages unsettled to /queue/NAME and
+wait for every accept, (b) receive them back with link credit, accepting each, (c) send under
+transactions, a commit every B messages. Messages are encoded once up front and deliveries are
+read without decoding, so the client stays light; the broker's CPU time (from /proc, summed
+over its processes) is reported next to the rate because wall-clock is noisy on a small machine.
+
+    python -m tests.benchmarks.amqp10 [--messages 20000] [--body 1024] [--batch 100] [--rounds 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import tempfile
+import time
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from proton import Delivery, Message
+from proton.handlers import MessagingHandler, TransactionHandler
+from proton.reactor import Container
+
+from tests.support.amqp10 import proton_url
+from tests.support.broker_process import BrokerProcess
+
+TIMEOUT = 120.0  # a scenario that takes longer has hung
+CREDIT = 500  # the receiver's link credit, topped up as messages arrive
+REFUSED = "refuses coordinator links"
+_TICKS = os.sysconf("SC_CLK_TCK")
+
+
+# ---------------------------------------------------------------------- broker CPU time
+def _stat(pid: int) -> list[str]:
+    """Fields of /proc/PID/stat after the command name (which may contain spaces)."""
+    text = Path(f"/proc/{pid}/stat").read_text()
+    return text[text.rindex(")") + 2 :].split()
+
+
+def _tree(root: int) -> list[int]:
+    """`root` and its live descendants: RabbitMQ runs beam.smp under a shell wrapper."""
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                children.setdefault(int(_stat(int(entry.name))[1]), []).append(int(entry.name))
+            except (OSError, ValueError):
+                continue  # gone meanwhile
+    found, todo = [], [root]
+    while todo:
+        pid = todo.pop()
+        found.append(pid)
+        todo.extend(children.get(pid, []))
+    return found
+
+
+def cpu_seconds(pids: list[int]) -> float:
+    """User + system CPU time of `pids` (including reaped threads of each process)."""
+    total = 0
+    for pid in pids:
+        try:
+            fields = _stat(pid)
+        except OSError:
+            continue
+        total += int(fields[11]) + int(fields[12])  # utime, stime
+    return total / _TICKS
+
+
+# ---------------------------------------------------------------------- client side
+class Encoded:
+    """A message encoded once, sent many times: proton calls `send(sender, tag)` on it."""
+
+    def __init__(self, body: bytes, durable: bool) -> None:
+        self.data = Message(body=body, durable=durable, inferred=True).encode()
+
+    def send(self, sender, tag: str | None = None) -> Delivery:
+        delivery = sender.delivery(tag or sender.delivery_tag())
+        sender.stream(self.data)
+        sender.advance()
+        return delivery
+
+
+class Scenario(MessagingHandler):
+    """One connection doing one job; `started` / `finished` time the job, `error` says why it
+    stopped early."""
+
+    def __init__(self, url: str, address: str, count: int, prefetch: int = 0) -> None:
+        super().__init__(prefetch=prefetch, auto_accept=False)
+        self.url, self.address, self.count = url, address, count
+        self.started = self.finished = 0.0
+        self.error: str | None = None
+        self.connection = None
+        self._watchdog = None
+
+    def on_start(self, event) -> None:
+        self.connection = event.container.connect(self.url, allowed_mechs="PLAIN")
+        self._watchdog = event.container.schedule(TIMEOUT, self)
+        self.open_link(event.container)
+
+    def open_link(self, container: Container) -> None:
+        raise NotImplementedError
+
+    def done(self, error: str | None = None) -> None:
+        if self.finished:
+            return
+        self.finished = time.perf_counter()
+        self.error = error
+        self._watchdog.cancel()
+        self.connection.close()
+
+    def on_timer_task(self, event) -> None:
+        self.done(f"timed out after {TIMEOUT} s")
+
+    def on_link_error(self, event) -> None:
+        condition = event.link.remote_condition
+        self.done(f"link refused: {condition.name if condition else 'no condition'}")
+
+    def on_session_error(self, event) -> None:
+        condition = event.session.remote_condition
+        self.done(f"session ended: {condition.name if condition else 'no condition'}")
+
+    def on_connection_error(self, event) -> None:
+        self.done("connection closed by the broker")
+
+    def on_transport_error(self, event) -> None:
+        self.done("transport error")
+
+    def on_rejected(self, event) -> None:
+        self.done("a message was rejected")
+
+
+class Send(Scenario):
+    """(a) Unsettled sends as fast as credit allows; finished when the last one is accepted."""
+
+    def __init__(self, url: str, address: str, count: int, message: Encoded) -> None:
+        super().__init__(url, address, count)
+        self.message = message
+        self.sent = self.accepted = 0
+
+    def open_link(self, container: Container) -> None:
+        container.create_sender(self.connection, self.address)
+
+    def on_sendable(self, event) -> None:
+        if not self.started:
+            self.started = time.perf_counter()
+        sender = event.sender
+        while sender.credit and self.sent < self.count:
+            sender.send(self.message)
+            self.sent += 1
+
+    def on_accepted(self, event) -> None:
+        self.accepted += 1
+        if self.accepted == self.count:
+            self.done()
+
+
+class Receive(Scenario):
+    """(b) Credit kept topped up by proton's flow controller; each delivery is accepted and
+    settled without decoding the message."""
+
+    def __init__(self, url: str, address: str, count: int) -> None:
+        super().__init__(url, address, count, prefetch=CREDIT)
+        self.received = 0
+
+    def open_link(self, container: Container) -> None:
+        container.create_receiver(self.connection, self.address)
+
+    def on_link_opened(self, event) -> None:
+        self.started = self.started or time.perf_counter()
+
+    def on_delivery(self, event) -> None:
+        delivery = event.delivery
+        if delivery.partial:
+            return
+        event.link.recv(delivery.pending)
+        event.link.advance()
+        delivery.update(Delivery.ACCEPTED)
+        delivery.settle()
+        self.received += 1
+        if self.received == self.count:
+            self.done()
+
+
+class TransactionalSend(Scenario, TransactionHandler):
+    """(c) Declare, send `batch` messages under the transaction, commit; until `count` are
+    committed."""
+
+    def __init__(self, url: str, address: str, count: int, message: Encoded, batch: int) -> None:
+        super().__init__(url, address, count)
+        self.message, self.batch = message, batch
+        self.sender = None
+        self.transaction = None
+        self.left = 0  # still to send in the current transaction
+        self.committed = 0
+
+    def open_link(self, container: Container) -> None:
+        self.sender = container.create_sender(self.connection, self.address)
+        self.started = time.perf_counter()
+        container.declare_transaction(self.connection, handler=self)
+
+    def on_link_error(self, event) -> None:
+        if event.link is not self.sender:  # the coordinator link proton opened
+            self.done(REFUSED)
+        else:
+            super().on_link_error(event)
+
+    def on_session_error(self, event) -> None:
+        """RabbitMQ 3.10 answers a coordinator link by ending the session: not-implemented."""
+        condition = event.session.remote_condition
+        if condition is not None and condition.name == "amqp:not-implemented":
+            self.done(REFUSED)
+        else:
+            super().on_session_error(event)
+
+    def on_transaction_declared(self, event) -> None:
+        self.transaction, self.left = event.transaction, self.batch
+        self._send()
+
+    def on_sendable(self, event) -> None:
+        self._send()
+
+    def _send(self) -> None:
+        transaction = self.transaction
+        while transaction is not None and self.left and self.sender.credit:
+            transaction.send(self.sender, self.message)
+            self.left -= 1
+        if transaction is not None and not self.left:
+            self.transaction = None
+            transaction.commit()
+
+    def on_transaction_committed(self, event) -> None:
+        self.committed += self.batch
+        if self.committed >= self.count:
+            self.done()
+        else:
+            event.container.declare_transaction(self.connection, handler=self)
+
+    def on_transaction_declare_failed(self, event) -> None:
+        self.done("declare refused")
+
+    def on_transaction_commit_failed(self, event) -> None:
+        self.done("commit failed")
+
+
+# ---------------------------------------------------------------------- measuring
+@dataclass
+class Figure:
+    rate: float  # messages/s
+    cpu_us: float  # broker CPU microseconds per message
+
+    def __str__(self) -> str:
+        return f"{self.rate:,.0f} msgs/s, {self.cpu_us:,.0f} us CPU/msg"
+
+
+def measure(scenario: Scenario, pids: list[int]) -> Figure:
+    """Run one scenario to the end; its rate and the broker's CPU per message."""
+    before = cpu_seconds(pids)
+    Container(scenario).run()
+    cpu = cpu_seconds(pids) - before
+    if scenario.error:
+        raise ScenarioFailed(scenario.error)
+    elapsed = scenario.finished - scenario.started
+    return Figure(scenario.count / elapsed, cpu / scenario.count * 1e6)
+
+
+class ScenarioFailed(RuntimeError):
+    """A scenario could not run on this broker (the text says why)."""
+
+
+def median(figures: list[Figure]) -> Figure:
+    """The median round by rate, so one noisy round neither flatters nor sinks a broker."""
+    return sorted(figures, key=lambda figure: figure.rate)[len(figures) // 2]
+
+
+def run_broker(url: str, pids: list[int], args: argparse.Namespace) -> dict[str, Figure | str]:
+    """All three scenarios against one broker: each round sends N to a queue, then drains it."""
+    message = Encoded(b"x" * args.body, args.durable)
+    address = f"/queue/bench-{uuid.uuid4().hex[:8]}"
+    sends, receives, commits = [], [], []
+    for _ in range(args.rounds):
+        sends.append(measure(Send(url, address, args.messages, message), pids))
+        receives.append(measure(Receive(url, address, args.messages), pids))
+    results: dict[str, Figure | str] = {"send": median(sends), "receive": median(receives)}
+    tx_address = f"/queue/bench-tx-{uuid.uuid4().hex[:8]}"
+    try:
+        for _ in range(args.rounds):
+            scenario = TransactionalSend(url, tx_address, args.messages, message, args.batch)
+            commits.append(measure(scenario, pids))
+        results["tx send"] = median(commits)
+    except ScenarioFailed as failed:
+        results["tx send"] = f"n/a ({failed})"
+    return results
+
+
+@contextmanager
+def rabbitish() -> Iterator[tuple[str, list[int]]]:
+    """rabbitish in its own process on a temporary data dir, as RabbitMQ has a disk too."""
+    with (
+        tempfile.TemporaryDirectory(prefix="rabbitish-bench-") as data_dir,
+        BrokerProcess(data_dir=data_dir) as broker,
+    ):
+        assert broker.proc is not None
+        yield proton_url(broker.url), [broker.proc.pid]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--messages", type=int, default=20_000)
+    parser.add_argument("--body", type=int, default=1024, help="body size in bytes")
+    parser.add_argument("--batch", type=int, default=100, help="messages per commit")
+    parser.add_argument("--rounds", type=int, default=3, help="the median round is reported")
+    parser.add_argument("--durable", action="store_true", help="durable (persistent) messages")
+    args = parser.parse_args()
+    columns: dict[str, dict[str, Figure | str]] = {}
+    with rabbitish() as (url, pids):
+        columns["rabbitish"] = run_broker(url, pids, args)
+    from tests.support.real_rabbitmq import rabbitmq_available, real_rabbitmq
+
+    if rabbitmq_available():
+        with real_rabbitmq() as node:
+            assert node._proc is not None
+            name = f"RabbitMQ {node.version}"
+            columns[name] = run_broker(proton_url(node.url), _tree(node._proc.pid), args)
+    print(
+        f"{args.messages:,} messages of {args.body} bytes, "
+        f"{'durable' if args.durable else 'transient'}, median of {args.rounds} rounds; "
+        f"tx: {args.batch} per commit"
+    )
+    rows = [["scenario", *columns, "ratio (rate, CPU/msg)"]]
+    for scenario in ("send", "receive", "tx send"):
+        cells = [columns[name][scenario] for name in columns]
+        ratio = ""
+        if len(cells) == 2 and all(isinstance(cell, Figure) for cell in cells):
+            ours, theirs = cells
+            ratio = f"x{ours.rate / theirs.rate:.2f}, x{ours.cpu_us / theirs.cpu_us:.2f}"
+        rows.append([scenario, *(str(cell) for cell in cells), ratio])
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    for row in rows:
+        print("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)))
+    if len(columns) == 1:
+        print("RabbitMQ: not installed")
+
+
+if __name__ == "__main__":
+    main()
