@@ -94,6 +94,7 @@ class IncomingLink:
         self.credit = 0
         self._partial: list[bytes] = []
         self._first: Transfer | None = None
+        self.attach = attach  # what the client asked for, for the management view
 
     def grant(self) -> None:
         self.credit = CREDIT
@@ -132,7 +133,7 @@ class IncomingLink:
 class OutgoingLink(Consumer):
     """The client receives: an engine consumer whose credit is the link credit."""
 
-    __slots__ = ("delivery_count", "handle", "link_credit", "session")
+    __slots__ = ("attach", "delivery_count", "handle", "link_credit", "session")
 
     def __init__(self, session: Session, attach: Attach) -> None:
         source = attach.source
@@ -149,6 +150,7 @@ class OutgoingLink(Consumer):
         self.handle = int(attach.handle)
         self.delivery_count = 0
         self.link_credit = 0
+        self.attach = attach  # what the client asked for, for the management view
         queue.check_can_consume(self)
 
     @property
