@@ -63,6 +63,7 @@ class IncomingLink:
         self.credit = 0
         self._partial: list[bytes] = []
         self.pending_transfer: Transfer | None = None  # first frame of a transfer in progress
+        self.attach = attach  # what the client asked for, for the management view
 
     def grant(self) -> None:
         self.credit = CREDIT
@@ -116,7 +117,15 @@ class IncomingLink:
 class OutgoingLink(Consumer):
     """The client receives: an engine consumer whose credit is the link credit."""
 
-    __slots__ = ("delivery_count", "handle", "link_credit", "session", "txn", "wire_settled")
+    __slots__ = (
+        "attach",
+        "delivery_count",
+        "handle",
+        "link_credit",
+        "session",
+        "txn",
+        "wire_settled",
+    )
 
     def __init__(self, session: Session, attach: Attach) -> None:
         source = attach.source
@@ -135,6 +144,7 @@ class OutgoingLink(Consumer):
         self.link_credit = 0
         self.wire_settled = settled  # the client receives pre-settled (at most once)
         self.txn: DeclaredTxn | None = None  # transactional acquisition (a flow's txn-id)
+        self.attach = attach  # what the client asked for, for the management view
         queue.check_can_consume(self)
 
     @property

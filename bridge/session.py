@@ -31,6 +31,7 @@ from rabbitish.bridge.codec.definitions import (
     TransactionalState,
     Transfer,
 )
+from rabbitish.bridge.views import link_view
 
 from rabbitish.engine.delivery import Delivery, Outcome, settle
 from rabbitish.engine.errors import AMQPError
@@ -405,16 +406,20 @@ class Session:
 
     # ------------------------------------------------------------------ view
     def view(self) -> SessionView:
+        """Shown as a channel by management, as RabbitMQ's 1.0 plugin shows sessions; a session
+        with a coordinator link counts as transactional."""
+        shown = tuple(link_view(link) for _, link in sorted(self.links.items()))
         return SessionView(
             number=self.channel,
             state="running",
-            transactional=False,
+            transactional=any(link.coordinator for link in shown),
             confirm=False,
             consumer_count=sum(isinstance(k, links.OutgoingLink) for k in self.links.values()),
             prefetch_count=0,
             global_prefetch_count=0,
             unacked=len(self.unsettled),
-            transaction=next(iter(self.conn.transactions.declared_by(self)), None),
+            transactions=self.conn.transactions.declared_by(self),
+            links=shown,
         )
 
 

@@ -130,19 +130,25 @@ def bindings(url: Url = DEFAULT_URL, vhost: Vhost = None, as_json: AsJson = Fals
 
 @cli.command()
 def connections(url: Url = DEFAULT_URL, as_json: AsJson = False) -> None:
-    """List client connections."""
+    """List client connections (AMQP 0-9-1 and 1.0) with their protocol."""
     _listing(url, "/api/connections", as_json, render.connections_table)
 
 
 @cli.command()
 def channels(url: Url = DEFAULT_URL, as_json: AsJson = False) -> None:
-    """List channels: mode (tx / confirm), consumers, prefetch, unacked and uncommitted work."""
+    """List channels and 1.0 sessions: mode (tx / confirm), consumers, prefetch, unacked work."""
     _listing(url, "/api/channels", as_json, render.channels_table)
 
 
 @cli.command()
+def links(url: Url = DEFAULT_URL, vhost: Vhost = None, as_json: AsJson = False) -> None:
+    """List AMQP 1.0 links: session, direction, address, queue or exchange, credit, unsettled."""
+    _listing(url, _scoped("/api/links", vhost), as_json, render.links_table)
+
+
+@cli.command()
 def tx(url: Url = DEFAULT_URL, as_json: AsJson = False) -> None:
-    """Open transactions: id, state, channel, age and what each has staged."""
+    """Open transactions of both protocols: id, state, channel or session, age, staged work."""
 
     def body() -> None:
         found = Client(url).get("/api/transactions")

@@ -127,6 +127,7 @@ def connections_table(connections: list[dict[str, Any]]) -> Table:
             ("name", "left"),
             ("user", "left"),
             ("vhost", "left"),
+            ("protocol", "left"),
             ("channels", "right"),
             ("client", "left"),
         ],
@@ -135,7 +136,12 @@ def connections_table(connections: list[dict[str, Any]]) -> Table:
         props = c.get("client_properties") or {}
         client = " ".join(str(props[k]) for k in ("product", "version") if props.get(k))
         table.add_row(
-            c["name"], c.get("user") or "", c.get("vhost") or "", str(c["channels"]), client
+            c["name"],
+            c.get("user") or "",
+            c.get("vhost") or "",
+            c.get("protocol") or "",
+            str(c["channels"]),
+            client,
         )
     return table
 
@@ -147,6 +153,7 @@ def transactions_table(transactions: list[dict[str, Any]]) -> Table:
             ("id", "left"),
             ("state", "left"),
             ("client (channel)", "left"),
+            ("protocol", "left"),
             ("age", "right"),
             ("publishes", "right"),
             ("settlements", "right"),
@@ -158,6 +165,7 @@ def transactions_table(transactions: list[dict[str, Any]]) -> Table:
             tx.get("id") or "",
             tx.get("state") or "",
             f"{tx.get('connection') or ''} ({tx.get('channel')})",
+            tx.get("protocol") or "",
             f"{tx.get('age_seconds', 0):.1f}s",
             str(tx.get("staged_publishes", 0)),
             str(tx.get("staged_settlements", 0)),
@@ -172,6 +180,7 @@ def channels_table(channels: list[dict[str, Any]], title: str = "Channels") -> T
         [
             ("client (channel)", "left"),
             ("user", "left"),
+            ("protocol", "left"),
             ("mode", "left"),
             ("consumers", "right"),
             ("prefetch", "right"),
@@ -187,6 +196,7 @@ def channels_table(channels: list[dict[str, Any]], title: str = "Channels") -> T
         table.add_row(
             name,
             ch.get("user") or "",
+            ch.get("protocol") or "",
             mode,
             str(ch.get("consumer_count", 0)),
             str(ch.get("prefetch_count", 0)),
@@ -195,6 +205,53 @@ def channels_table(channels: list[dict[str, Any]], title: str = "Channels") -> T
             str(ch.get("acks_uncommitted", 0)),
         )
     return table
+
+
+def links_table(links: list[dict[str, Any]]) -> Table:
+    """AMQP 1.0 links; "in" is a link the client sends on, "out" one it receives from."""
+    table = _table(
+        "AMQP 1.0 links",
+        [
+            ("client (session)", "left"),
+            ("handle", "right"),
+            ("name", "left"),
+            ("dir", "left"),
+            ("address", "left"),
+            ("queue / exchange", "left"),
+            ("credit", "right"),
+            ("delivered", "right"),
+            ("unsettled", "right"),
+            ("settle", "left"),
+        ],
+    )
+    for link in links:
+        if link.get("coordinator"):
+            address, target = "(transaction coordinator)", ""
+        else:
+            address = link.get("address") or ""
+            target = _link_target(link)
+        peer = link.get("connection_details") or {}
+        table.add_row(
+            f"{peer.get('peer_host')}:{peer.get('peer_port')} ({link.get('session')})",
+            str(link.get("handle")),
+            link.get("name") or "",
+            "in" if link.get("direction") == "incoming" else "out",
+            address,
+            target,
+            str(link.get("credit", 0)),
+            str(link.get("delivery_count", 0)),
+            str(link.get("unsettled", 0)),
+            link.get("snd_settle_mode") or "",
+        )
+    return table
+
+
+def _link_target(link: dict[str, Any]) -> str:
+    exchange = link.get("exchange")
+    if exchange:  # a named exchange: published to, or a receiver's private queue bound to it
+        return f"exchange {exchange}"
+    queue = link.get("queue")
+    return f"queue {queue}" if queue else ""
 
 
 # ---------------------------------------------------------------------- peek

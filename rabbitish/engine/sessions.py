@@ -13,6 +13,26 @@ if TYPE_CHECKING:
 
 
 @dataclass(frozen=True)
+class LinkView:
+    """One AMQP 1.0 link. `role` is the broker's side of it, as the broker's attach says:
+    "receiver" when the client sends (an incoming link, RabbitMQ 4's `incoming_links`),
+    "sender" when the client receives (outgoing). A transaction coordinator link is a
+    receiver with `coordinator` set and no address."""
+
+    name: str
+    handle: int
+    role: str  # "sender" or "receiver", from the broker's side
+    address: str | None  # the target address of an incoming link, the source of an outgoing one
+    queue: str | None  # the queue an outgoing link consumes from, or an incoming one publishes to
+    exchange: str | None  # the exchange an incoming link publishes to ("" is the default)
+    credit: int  # link credit: granted to the client (incoming), granted by it (outgoing)
+    delivery_count: int
+    unsettled: int  # deliveries on this link that the other side has not settled yet
+    settle_mode: str  # the sender's settle mode: "unsettled", "settled" or "mixed"
+    coordinator: bool = False
+
+
+@dataclass(frozen=True)
 class SessionView:
     number: int  # 0-9-1 channel number, 1.0 session channel
     state: str  # "running" or "closing"
@@ -22,7 +42,11 @@ class SessionView:
     prefetch_count: int
     global_prefetch_count: int
     unacked: int  # deliveries waiting for settlement (staged ones not included)
-    transaction: Transaction | None
+    # Open transactions: at most one on a 0-9-1 channel; a 1.0 session lists those declared
+    # through its coordinator links (1.0 transactions belong to the connection, so their work
+    # may come from any of its sessions).
+    transactions: tuple[Transaction, ...] = ()
+    links: tuple[LinkView, ...] = ()  # AMQP 1.0 only
 
 
 @dataclass(frozen=True)

@@ -4,56 +4,37 @@ broker's event loop and calls the engine directly (all engine calls are synchron
 
 from __future__ import annotations
 
-import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote_plus
 
 from rabbitish import __version__
 from rabbitish.engine.errors import AMQPError
 from rabbitish.management import errors, format, messages, sessions
+from rabbitish.management.clients import ClientsApi
 from rabbitish.management.errors import ApiError, bad_request, not_found
 from rabbitish.management.rates import Rates
 
 if TYPE_CHECKING:
     from rabbitish.config import Config
     from rabbitish.engine.auth import User
-    from rabbitish.engine.consumer import Consumer
     from rabbitish.engine.exchanges.base import Exchange
     from rabbitish.engine.node import Node
     from rabbitish.engine.queue import Queue
-    from rabbitish.engine.sessions import FrontEndConnection
-    from rabbitish.engine.vhost import VirtualHost
 
 DEFAULT_EXCHANGE = "amq.default"  # how the API names the exchange called ""
-CLOSED_VIA_API = "Closed via management plugin"
 
 
-class Api:
+class Api(ClientsApi):
+    """Every resource: the client-side ones (connections, channels, links, transactions) come
+    from `ClientsApi`."""
+
     def __init__(self, node: Node, config: Config, protocols: Any, amqp_port: int) -> None:
-        self.node = node
-        self.config = config
-        self.protocols = protocols  # the broker's socket-level connections
-        self.amqp_port = amqp_port
+        super().__init__(node, config, protocols, amqp_port)
         self.http_port = 0
         self.rates = Rates()
 
     # ------------------------------------------------------------------ lookups
-    def vhost(self, user: User, name: str) -> VirtualHost:
-        vhost = self.node.vhosts.get(name)
-        if vhost is None or not self.node.users.may_access(user, name):
-            raise not_found()
-        return vhost
-
-    def vhosts(self, user: User, name: str | None = None) -> list[VirtualHost]:
-        if name is not None:
-            return [self.vhost(user, name)]
-        return [
-            v
-            for _, v in sorted(self.node.vhosts.items())
-            if self.node.users.may_access(user, v.name)
-        ]
-
     def queue(self, user: User, vhost_name: str, name: str) -> Queue:
         queue = self.vhost(user, vhost_name).queues.get(name)
         if queue is None:
@@ -66,27 +47,6 @@ class Api:
         if exchange is None:
             raise not_found()
         return exchange
-
-    def _connections(self, user: User, vhost: str | None = None) -> Iterator[FrontEndConnection]:
-        for conn in list(self.node.connections):
-            name = conn.vhost.name if conn.vhost is not None else None
-            if (vhost is None or name == vhost) and (
-                name is None or self.node.users.may_access(user, name)
-            ):
-                yield conn
-
-    def _owner(self, queue: Queue, known: dict[int, sessions.Endpoint]) -> dict[str, Any] | None:
-        if queue.exclusive_owner is None:
-            return None
-        endpoint = sessions.endpoint_of(queue.exclusive_owner, known)
-        return {
-            "name": endpoint.name,
-            "peer_host": endpoint.peer_host,
-            "peer_port": endpoint.peer_port,
-        }
-
-    def _endpoints(self) -> dict[int, sessions.Endpoint]:
-        return sessions.endpoints(self.protocols, self.amqp_port)
 
     # ------------------------------------------------------------------ overview
     def overview(self, user: User) -> dict[str, Any]:
@@ -126,7 +86,7 @@ class Api:
             "message_stats": stats,
             "node": format.NODE,
             "object_totals": {
-                "channels": sum(len(c.channels) for c in conns),
+                "channels": sum(len(c.view().sessions) for c in conns),
                 "connections": len(conns),
                 "consumers": sum(len(q.consumers) for q in queues),
                 "exchanges": sum(len(v.exchanges) for v in vhosts),
@@ -171,13 +131,6 @@ class Api:
         doc["deliveries"] = []
         doc["incoming"] = []
         return doc
-
-    @staticmethod
-    def _consumer_endpoint(
-        consumer: Consumer, known: dict[int, sessions.Endpoint]
-    ) -> sessions.Endpoint | None:
-        session = consumer.session
-        return sessions.endpoint_of(session.connection, known) if session is not None else None
 
     def put_queue(self, user: User, vhost_name: str, name: str, body: dict[str, Any]) -> int:
         vhost = self.node.vhosts.get(vhost_name)
@@ -403,77 +356,6 @@ class Api:
             if listed == found:
                 return binding.arguments
         return {}
-
-    # ------------------------------------------------------------------ connections
-    def list_connections(self, user: User, vhost: str | None = None) -> list[dict[str, Any]]:
-        if vhost is not None:
-            self.vhost(user, vhost)
-        known = self._endpoints()
-        found = [
-            sessions.connection_json(c.view(), sessions.endpoint_of(c, known))
-            for c in self._connections(user, vhost)
-        ]
-        return sorted(found, key=lambda c: c["name"])
-
-    def _connection(self, user: User, name: str) -> FrontEndConnection:
-        known = self._endpoints()
-        for conn in self._connections(user):
-            if sessions.endpoint_of(conn, known).name == name:
-                return conn
-        raise not_found()
-
-    def get_connection(self, user: User, name: str) -> dict[str, Any]:
-        conn = self._connection(user, name)
-        return sessions.connection_json(conn.view(), sessions.endpoint_of(conn, self._endpoints()))
-
-    def close_connection(self, user: User, name: str, reason: str | None) -> None:
-        """Close with 320 CONNECTION_FORCED, as RabbitMQ does (text from the X-Reason header)."""
-        conn = self._connection(user, name)
-        for proto in list(self.protocols):
-            if getattr(proto, "conn", None) is conn:
-                proto.force_close(320, reason or CLOSED_VIA_API)
-                return
-        conn.server_close(320, reason or CLOSED_VIA_API)
-
-    def list_channels(
-        self, user: User, vhost: str | None = None, connection: str | None = None
-    ) -> list[dict[str, Any]]:
-        if vhost is not None:
-            self.vhost(user, vhost)
-        known = self._endpoints()
-        conns = (
-            [self._connection(user, connection)]
-            if connection is not None
-            else list(self._connections(user, vhost))
-        )
-        found = []
-        for conn in conns:
-            endpoint = sessions.endpoint_of(conn, known)
-            view = conn.view()
-            for session in view.sessions:
-                found.append(sessions.channel_json(view, session, endpoint))
-        return sorted(found, key=lambda c: (c["connection_details"]["name"], c["number"]))
-
-    def get_channel(self, user: User, name: str) -> dict[str, Any]:
-        for channel in self.list_channels(user):
-            if channel["name"] == name:
-                return channel
-        raise not_found()
-
-    def list_transactions(self, user: User, vhost: str | None = None) -> list[dict[str, Any]]:
-        """Open transactions of the connections the user may see, oldest first."""
-        known = self._endpoints()
-        conns = [(c.view(), sessions.endpoint_of(c, known)) for c in self._connections(user, vhost)]
-        return sessions.transactions_json(conns, time.time())
-
-    def list_consumers(self, user: User, vhost: str | None = None) -> list[dict[str, Any]]:
-        known = self._endpoints()
-        return [
-            sessions.consumer_json(c, q, self._consumer_endpoint(c, known))
-            for v in self.vhosts(user, vhost)
-            for _, q in sorted(v.queues.items())
-            for c in q.consumers
-        ]
 
 
 def _flag(body: dict[str, Any], name: str) -> bool:

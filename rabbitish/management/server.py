@@ -162,6 +162,10 @@ class ManagementServer:
             "/api/connections/{name}/channels",
             self._list(lambda r, u: a.list_channels(u, connection=r["name"])),
         )
+        get(
+            "/api/connections/{name}/sessions",
+            self._list(lambda r, u: a.connection_sessions(u, r["name"])),
+        )
         get("/api/channels", self._list(lambda r, u: a.list_channels(u)))
         get("/api/channels/{name}", self._read(lambda r, u: a.get_channel(u, r["name"])))
         get("/api/consumers", self._list(lambda r, u: a.list_consumers(u)))
@@ -171,6 +175,8 @@ class ManagementServer:
             "/api/transactions/{vhost}",
             self._list(lambda r, u: a.list_transactions(u, r["vhost"])),
         )
+        get("/api/links", self._list(lambda r, u: a.list_links(u)))
+        get("/api/links/{vhost}", self._list(lambda r, u: a.list_links(u, r["vhost"])))
         for check in ("alarms", "local-alarms"):
             get(f"/api/health/checks/{check}", self._read(lambda r, u: {"status": "ok"}))
 

@@ -11,7 +11,7 @@ from rabbitish.management.format import NODE, jsonable
 
 if TYPE_CHECKING:
     from rabbitish.engine.consumer import Consumer
-    from rabbitish.engine.sessions import ConnectionView, SessionView
+    from rabbitish.engine.sessions import ConnectionView, LinkView, SessionView
     from rabbitish.engine.transactions import Transaction
 
 
@@ -85,9 +85,10 @@ def connection_json(view: ConnectionView, endpoint: Endpoint) -> dict[str, Any]:
 
 
 def channel_json(view: ConnectionView, session: SessionView, endpoint: Endpoint) -> dict[str, Any]:
-    tx = session.transaction
+    """A 0-9-1 channel, or a 1.0 session (RabbitMQ's 3.x plugin shows those as channels too)."""
+    txs = session.transactions
     return {
-        "acks_uncommitted": tx.staged_deliveries if tx is not None else 0,
+        "acks_uncommitted": sum(tx.staged_deliveries for tx in txs),
         "confirm": session.confirm,
         "connection_details": {
             "name": endpoint.name,
@@ -97,11 +98,12 @@ def channel_json(view: ConnectionView, session: SessionView, endpoint: Endpoint)
         "consumer_count": session.consumer_count,
         "global_prefetch_count": session.global_prefetch_count,
         "messages_unacknowledged": session.unacked,
-        "messages_uncommitted": len(tx.publishes) if tx is not None else 0,
+        "messages_uncommitted": sum(len(tx.publishes) for tx in txs),
         "name": channel_name(endpoint, session.number),
         "node": NODE,
         "number": session.number,
         "prefetch_count": session.prefetch_count,
+        "protocol": view.protocol,  # rabbitish's own: tells 1.0 sessions from 0-9-1 channels
         "state": session.state,
         "transactional": session.transactional,
         "user": view.user,
@@ -140,9 +142,14 @@ def consumer_json(consumer: Consumer, queue: Any, endpoint: Endpoint | None) -> 
 
 
 def transaction_json(
-    tx: Transaction, endpoint: Endpoint | None, number: int | None, now: float
+    tx: Transaction,
+    endpoint: Endpoint | None,
+    number: int | None,
+    now: float,
+    view: ConnectionView | None = None,
 ) -> dict[str, Any]:
-    """An open transaction (rabbitish's own endpoint: RabbitMQ has none to mirror)."""
+    """An open transaction (rabbitish's own endpoint: RabbitMQ has none to mirror). `channel`
+    is the 0-9-1 channel or the 1.0 session that declared it."""
     return {
         "id": tx.id,
         "state": tx.state.value,
@@ -150,6 +157,8 @@ def transaction_json(
         "age_seconds": round(max(0.0, now - tx.created_at), 3),
         "connection": endpoint.name if endpoint is not None else None,
         "channel": number,
+        "protocol": view.protocol if view is not None else None,
+        "vhost": view.vhost if view is not None else None,
         **{f"staged_{name}": count for name, count in tx.counts().items()},
     }
 
@@ -157,11 +166,87 @@ def transaction_json(
 def transactions_json(
     connections: list[tuple[ConnectionView, Endpoint]], now: float
 ) -> list[dict[str, Any]]:
-    """The open transactions of these connections' sessions, oldest first."""
-    found = [
-        transaction_json(session.transaction, endpoint, session.number, now)
-        for view, endpoint in connections
+    """The open transactions of these connections' sessions, oldest first (each once, should
+    two sessions of a 1.0 connection both list it)."""
+    found: dict[str, dict[str, Any]] = {}
+    for view, endpoint in connections:
+        for session in view.sessions:
+            for tx in session.transactions:
+                found.setdefault(tx.id, transaction_json(tx, endpoint, session.number, now, view))
+    return sorted(found.values(), key=lambda t: t["created_at"])
+
+
+# ---------------------------------------------------------------------- AMQP 1.0 links
+def link_json(
+    view: ConnectionView, session: SessionView, link: LinkView, endpoint: Endpoint
+) -> dict[str, Any]:
+    """One 1.0 link in `/api/links` (rabbitish's own listing): where it is and what it holds."""
+    return {
+        "connection": endpoint.name,
+        "connection_details": {
+            "name": endpoint.name,
+            "peer_host": endpoint.peer_host,
+            "peer_port": endpoint.peer_port,
+        },
+        "channel": channel_name(endpoint, session.number),
+        "session": session.number,
+        "user": view.user,
+        "vhost": view.vhost,
+        "name": link.name,
+        "handle": link.handle,
+        "role": link.role,
+        "direction": "outgoing" if link.role == "sender" else "incoming",
+        "address": link.address,
+        "queue": link.queue,
+        "exchange": link.exchange,
+        "credit": link.credit,
+        "delivery_count": link.delivery_count,
+        "unsettled": link.unsettled,
+        "snd_settle_mode": link.settle_mode,
+        "coordinator": link.coordinator,
+    }
+
+
+def links_json(connections: list[tuple[ConnectionView, Endpoint]]) -> list[dict[str, Any]]:
+    """Every 1.0 link of these connections, by connection, session and handle."""
+    return [
+        link_json(view, session, link, endpoint)
+        for view, endpoint in sorted(connections, key=lambda c: c[1].name)
         for session in view.sessions
-        if session.transaction is not None
+        for link in session.links
     ]
-    return sorted(found, key=lambda t: t["created_at"])
+
+
+def session_json(session: SessionView) -> dict[str, Any]:
+    """A 1.0 session as RabbitMQ 4.x's `/api/connections/{name}/sessions` shows it, with the
+    fields rabbitish can fill (no window counters)."""
+    incoming = [link for link in session.links if link.role == "receiver"]
+    outgoing = [link for link in session.links if link.role == "sender"]
+    return {
+        "channel_number": session.number,
+        "outgoing_unsettled_deliveries": session.unacked,
+        "incoming_links": [
+            {
+                "handle": link.handle,
+                "link_name": link.name,
+                "target_address": link.address,
+                "delivery_count": link.delivery_count,
+                "credit": link.credit,
+                "snd_settle_mode": link.settle_mode,
+                "coordinator": link.coordinator,
+            }
+            for link in incoming
+        ],
+        "outgoing_links": [
+            {
+                "handle": link.handle,
+                "link_name": link.name,
+                "source_address": link.address,
+                "queue_name": link.queue or "",
+                "delivery_count": link.delivery_count,
+                "credit": link.credit,
+                "send_settled": link.settle_mode == "settled",
+            }
+            for link in outgoing
+        ],
+    }

@@ -362,7 +362,7 @@ class Channel:
             prefetch_count=self.prefetch_count,
             global_prefetch_count=self.global_prefetch,
             unacked=len(self.unacked),
-            transaction=self.tx,
+            transactions=(self.tx,) if self.tx is not None else (),
         )
 
     def consumer_cancelled_by_broker(self, consumer: Consumer091) -> None:

@@ -1,0 +1,163 @@
+"""The management API's client-side resources: connections of every protocol, their channels
+(0-9-1 channels and AMQP 1.0 sessions), 1.0 sessions with their links, consumers and open
+transactions, all read from the front ends' neutral views. `Api` builds on this class, which
+also holds the vhost lookups every resource shares."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
+from rabbitish.management import sessions
+from rabbitish.management.errors import bad_request, not_found
+
+if TYPE_CHECKING:
+    from rabbitish.config import Config
+    from rabbitish.engine.auth import User
+    from rabbitish.engine.consumer import Consumer
+    from rabbitish.engine.node import Node
+    from rabbitish.engine.queue import Queue
+    from rabbitish.engine.sessions import ConnectionView, FrontEndConnection
+    from rabbitish.engine.vhost import VirtualHost
+
+CLOSED_VIA_API = "Closed via management plugin"
+AMQP_1_0 = "AMQP 1-0"  # the protocol name RabbitMQ's API gives 1.0 connections
+
+
+class ClientsApi:
+    def __init__(self, node: Node, config: Config, protocols: Any, amqp_port: int) -> None:
+        self.node = node
+        self.config = config
+        self.protocols = protocols  # the broker's socket-level connections
+        self.amqp_port = amqp_port
+
+    # ------------------------------------------------------------------ lookups
+    def vhost(self, user: User, name: str) -> VirtualHost:
+        vhost = self.node.vhosts.get(name)
+        if vhost is None or not self.node.users.may_access(user, name):
+            raise not_found()
+        return vhost
+
+    def vhosts(self, user: User, name: str | None = None) -> list[VirtualHost]:
+        if name is not None:
+            return [self.vhost(user, name)]
+        return [
+            v
+            for _, v in sorted(self.node.vhosts.items())
+            if self.node.users.may_access(user, v.name)
+        ]
+
+    def _connections(self, user: User, vhost: str | None = None) -> Iterator[FrontEndConnection]:
+        for conn in list(self.node.connections):
+            name = conn.vhost.name if conn.vhost is not None else None
+            if (vhost is None or name == vhost) and (
+                name is None or self.node.users.may_access(user, name)
+            ):
+                yield conn
+
+    def _endpoints(self) -> dict[int, sessions.Endpoint]:
+        return sessions.endpoints(self.protocols, self.amqp_port)
+
+    def _views(
+        self, user: User, vhost: str | None = None
+    ) -> list[tuple[ConnectionView, sessions.Endpoint]]:
+        known = self._endpoints()
+        return [(c.view(), sessions.endpoint_of(c, known)) for c in self._connections(user, vhost)]
+
+    def _owner(self, queue: Queue, known: dict[int, sessions.Endpoint]) -> dict[str, Any] | None:
+        if queue.exclusive_owner is None:
+            return None
+        endpoint = sessions.endpoint_of(queue.exclusive_owner, known)
+        return {
+            "name": endpoint.name,
+            "peer_host": endpoint.peer_host,
+            "peer_port": endpoint.peer_port,
+        }
+
+    @staticmethod
+    def _consumer_endpoint(
+        consumer: Consumer, known: dict[int, sessions.Endpoint]
+    ) -> sessions.Endpoint | None:
+        session = consumer.session
+        return sessions.endpoint_of(session.connection, known) if session is not None else None
+
+    # ------------------------------------------------------------------ connections
+    def list_connections(self, user: User, vhost: str | None = None) -> list[dict[str, Any]]:
+        if vhost is not None:
+            self.vhost(user, vhost)
+        found = [sessions.connection_json(view, ep) for view, ep in self._views(user, vhost)]
+        return sorted(found, key=lambda c: c["name"])
+
+    def _connection(self, user: User, name: str) -> FrontEndConnection:
+        known = self._endpoints()
+        for conn in self._connections(user):
+            if sessions.endpoint_of(conn, known).name == name:
+                return conn
+        raise not_found()
+
+    def get_connection(self, user: User, name: str) -> dict[str, Any]:
+        conn = self._connection(user, name)
+        return sessions.connection_json(conn.view(), sessions.endpoint_of(conn, self._endpoints()))
+
+    def close_connection(self, user: User, name: str, reason: str | None) -> None:
+        """Close with 320 CONNECTION_FORCED, as RabbitMQ does (text from the X-Reason header)."""
+        conn = self._connection(user, name)
+        for proto in list(self.protocols):
+            if getattr(proto, "conn", None) is conn:
+                proto.force_close(320, reason or CLOSED_VIA_API)
+                return
+        conn.server_close(320, reason or CLOSED_VIA_API)
+
+    def connection_sessions(self, user: User, name: str) -> list[dict[str, Any]]:
+        """RabbitMQ 4.x's `/api/connections/{name}/sessions`: a 1.0 connection's sessions and
+        their links; 400 for a connection of another protocol, as RabbitMQ answers."""
+        view = self._connection(user, name).view()
+        if view.protocol != AMQP_1_0:
+            raise bad_request("connection does not use AMQP 1.0")
+        return [sessions.session_json(session) for session in view.sessions]
+
+    # ------------------------------------------------------------------ channels
+    def list_channels(
+        self, user: User, vhost: str | None = None, connection: str | None = None
+    ) -> list[dict[str, Any]]:
+        """0-9-1 channels and 1.0 sessions (as RabbitMQ's 3.x 1.0 plugin lists them)."""
+        if vhost is not None:
+            self.vhost(user, vhost)
+        if connection is not None:
+            conn = self._connection(user, connection)
+            views = [(conn.view(), sessions.endpoint_of(conn, self._endpoints()))]
+        else:
+            views = self._views(user, vhost)
+        found = [
+            sessions.channel_json(view, session, endpoint)
+            for view, endpoint in views
+            for session in view.sessions
+        ]
+        return sorted(found, key=lambda c: (c["connection_details"]["name"], c["number"]))
+
+    def get_channel(self, user: User, name: str) -> dict[str, Any]:
+        for channel in self.list_channels(user):
+            if channel["name"] == name:
+                return channel
+        raise not_found()
+
+    def list_links(self, user: User, vhost: str | None = None) -> list[dict[str, Any]]:
+        """Every AMQP 1.0 link (rabbitish's own listing: RabbitMQ nests them in sessions)."""
+        if vhost is not None:
+            self.vhost(user, vhost)
+        return sessions.links_json(self._views(user, vhost))
+
+    # ------------------------------------------------------------------ transactions, consumers
+    def list_transactions(self, user: User, vhost: str | None = None) -> list[dict[str, Any]]:
+        """Open transactions of the connections the user may see, oldest first."""
+        return sessions.transactions_json(self._views(user, vhost), time.time())
+
+    def list_consumers(self, user: User, vhost: str | None = None) -> list[dict[str, Any]]:
+        known = self._endpoints()
+        return [
+            sessions.consumer_json(c, q, self._consumer_endpoint(c, known))
+            for v in self.vhosts(user, vhost)
+            for _, q in sorted(v.queues.items())
+            for c in q.consumers
+        ]
