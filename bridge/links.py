@@ -138,7 +138,7 @@ class OutgoingLink(Consumer):
             queue = _ensure_queue(vhost, address, session.conn, _durable(source))
         settled = attach.snd_settle_mode == SETTLED
         super().__init__(queue, str(attach.name), settled_on_delivery=settled)
-        self.session = session
+        self.session = session  # also the consumer's SessionRef (connection, number, user)
         self.handle = int(attach.handle)
         self.delivery_count = 0
         self.link_credit = 0

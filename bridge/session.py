@@ -79,6 +79,19 @@ class Session:
         self.ended = False
         self._accepted: list[int] = []  # incoming delivery ids to accept at the next flush
 
+    # The consumer-facing SessionRef shape (management's channel_details of 1.0 receivers).
+    @property
+    def connection(self) -> Connection10:
+        return self.conn
+
+    @property
+    def number(self) -> int:
+        return self.channel
+
+    @property
+    def user(self) -> str | None:
+        return self.conn.user
+
     # ------------------------------------------------------------------ lifecycle
     def begun(self) -> None:
         self.conn.send(

@@ -115,6 +115,9 @@ def test_a_1_0_connection_with_its_session_and_links_beside_a_0_9_1_one(
         assert channel["transactional"] is False
         assert channel in api.ok("GET", "/api/channels")
         assert api.ok("GET", f"/api/channels/{q(channel['name'])}") == channel
+        [consumer] = [c for c in api.ok("GET", "/api/consumers") if c["queue"]["name"] == uid]
+        assert consumer["channel_details"]["name"] == channel["name"]
+        assert consumer["consumer_tag"] == f"{uid}-receiver"
 
         # the links, flat (rabbitish's /api/links) and by session (RabbitMQ 4.x's shape)
         links = [link for link in api.ok("GET", "/api/links") if link["connection"] == name]
