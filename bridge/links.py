@@ -44,29 +44,23 @@ SETTLED = 1  # sender-settle-mode "settled": the client receives at most once
 ROLE_SENDER, ROLE_RECEIVER = False, True
 
 
-class IncomingLink:
-    """The client sends; rabbitish receives and publishes."""
+class ReceivingLink:
+    """A link the client sends on: credit granted in batches, multi-frame transfers put back
+    together (aborted ones dropped); each whole message goes to `received`."""
+
+    credit_batch = CREDIT
 
     def __init__(self, session: Session, attach: Attach) -> None:
         self.session = session
         self.handle = int(attach.handle)
-        target = attach.target
-        self.address = parse_address(getattr(target, "address", None), sending=True)
-        vhost = session.conn.vhost
-        assert vhost is not None
-        self.vhost: VirtualHost = vhost
-        if self.address.queue is not None:
-            _ensure_queue(vhost, self.address, session.conn, _durable(target))
-        elif self.address.exchange not in vhost.exchanges:
-            raise not_found(f"no {vhost.rs('exchange', self.address.exchange)}")
+        self.attach = attach  # what the client asked for, for the management view
         self.delivery_count = int(attach.initial_delivery_count or 0)
         self.credit = 0
         self._partial: list[bytes] = []
         self.pending_transfer: Transfer | None = None  # first frame of a transfer in progress
-        self.attach = attach  # what the client asked for, for the management view
 
     def grant(self) -> None:
-        self.credit = CREDIT
+        self.credit = self.credit_batch
         self.session.send_link_flow(self.handle, self.delivery_count, self.credit)
 
     def transfer(self, transfer: Transfer, payload: bytes) -> None:
@@ -82,8 +76,35 @@ class IncomingLink:
         body, self._partial = b"".join(self._partial), []
         self.delivery_count += 1
         self.credit -= 1
-        if self.credit < CREDIT // 2:
+        if self.credit < self.credit_batch // 2:
             self.grant()
+        self.received(first, body)
+
+    def received(self, first: Transfer, body: bytes) -> None:
+        """One whole message; `first` is its first transfer frame."""
+        raise NotImplementedError
+
+    def teardown(self) -> None:
+        self._partial = []
+        self.pending_transfer = None
+
+
+class IncomingLink(ReceivingLink):
+    """The client sends; rabbitish receives and publishes."""
+
+    def __init__(self, session: Session, attach: Attach) -> None:
+        super().__init__(session, attach)
+        target = attach.target
+        self.address = parse_address(getattr(target, "address", None), sending=True)
+        vhost = session.conn.vhost
+        assert vhost is not None
+        self.vhost: VirtualHost = vhost
+        if self.address.queue is not None:
+            _ensure_queue(vhost, self.address, session.conn, _durable(target))
+        elif self.address.exchange not in vhost.exchanges:
+            raise not_found(f"no {vhost.rs('exchange', self.address.exchange)}")
+
+    def received(self, first: Transfer, body: bytes) -> None:
         codec = self.session.conn.node.codec
         assert codec is not None
         message, _subject = mapping.to_engine(
@@ -109,9 +130,6 @@ class IncomingLink:
         if not first.settled:
             state = TransactionalState(txn_id=declared.txn_id, outcome=Accepted())
             self.session.send_disposition(int(first.delivery_id), state, role=True)
-
-    def teardown(self) -> None:
-        self._partial = []
 
 
 class OutgoingLink(Consumer):

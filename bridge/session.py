@@ -353,7 +353,7 @@ class Session:
 
     def _transfer(self, transfer: Transfer, payload: bytes) -> None:
         link = self.links.get(int(transfer.handle))
-        if not isinstance(link, links.IncomingLink | txns.CoordinatorLink):
+        if not isinstance(link, links.ReceivingLink):
             # RabbitMQ's condition and text (the spec would say unattached-handle).
             raise SessionEnded(ILLEGAL_STATE, f"Unknown link handle {{uint,{transfer.handle}}}")
         self.next_incoming_id = (self.next_incoming_id + 1) & 0xFFFFFFFF

@@ -32,7 +32,7 @@ from rabbitish.bridge.codec.definitions import (
     Rejected,
     Transfer,
 )
-from rabbitish.bridge.links import outcome_of
+from rabbitish.bridge.links import ReceivingLink, outcome_of
 
 from rabbitish.engine.delivery import Delivery, Outcome, settle
 from rabbitish.engine.errors import AMQPError
@@ -205,41 +205,19 @@ def _txn_of(state: Any) -> bytes | None:
     return bytes(txn_id) if isinstance(txn_id, bytes | memoryview) else None
 
 
-class CoordinatorLink:
+class CoordinatorLink(ReceivingLink):
     """The client's control link: declare and discharge messages in, outcomes back."""
 
     coordinator = True
+    credit_batch = CREDIT
 
     def __init__(self, session: Session, attach: Attach) -> None:
-        self.session = session
-        self.handle = int(attach.handle)
+        super().__init__(session, attach)
         self.name = str(attach.name)
         self.table: TransactionTable = session.conn.transactions
-        self.delivery_count = int(attach.initial_delivery_count or 0)
-        self.credit = 0
-        self.pending_transfer: Transfer | None = None
-        self._parts: list[bytes] = []
         self.target = Coordinator(capabilities=[LOCAL_TRANSACTIONS, MULTI_TXNS_PER_SSN])
 
-    def grant(self) -> None:
-        self.credit = CREDIT
-        self.session.send_link_flow(self.handle, self.delivery_count, self.credit)
-
-    def transfer(self, transfer: Transfer, payload: bytes) -> None:
-        if self.pending_transfer is None:
-            self.pending_transfer = transfer
-        if transfer.aborted:
-            self.pending_transfer, self._parts = None, []
-            return
-        self._parts.append(payload)
-        if transfer.more:
-            return
-        first, self.pending_transfer = self.pending_transfer, None
-        body, self._parts = b"".join(self._parts), []
-        self.delivery_count += 1
-        self.credit -= 1
-        if self.credit < CREDIT // 2:
-            self.grant()
+    def received(self, first: Transfer, body: bytes) -> None:
         if first.settled:
             raise LinkError("amqp:illegal-state", "declare and discharge must be sent unsettled")
         self._control(int(first.delivery_id), _control_body(body))
@@ -290,12 +268,8 @@ class CoordinatorLink:
         self.session.send_disposition(delivery_id, Rejected(error=error), role=True)
 
     def teardown(self) -> None:
-        self._parts = []
-        self.pending_transfer = None
+        super().teardown()
         self.table.rollback_all(self)
-
-    def view_fields(self) -> dict[str, Any]:
-        return {"address": "coordinator", "credit": self.credit}
 
 
 def _control_body(body: bytes) -> Any:

@@ -31,6 +31,7 @@ from rabbitish.bridge.codec.definitions import (
 )
 
 from tests.support.amqp10 import Raw
+from tests.support.queues import fill, take_all
 
 WINDOWS = {"incoming_window": UInt(1000), "outgoing_window": UInt(1000)}
 CONTROL = 0  # handle of the coordinator link
@@ -165,28 +166,6 @@ def ctl(broker_url):
     made.close()
 
 
-def declare_queue(broker_url: str, queue: str, count: int = 0) -> None:
-    conn = pika.BlockingConnection(pika.URLParameters(broker_url))
-    ch = conn.channel()
-    ch.queue_declare(queue, durable=True)
-    for i in range(count):
-        ch.basic_publish("", queue, b"m%d" % i)
-    conn.close()
-
-
-def take_all(broker_url: str, queue: str) -> list[bytes]:
-    conn = pika.BlockingConnection(pika.URLParameters(broker_url))
-    ch = conn.channel()
-    got = []
-    while True:
-        method, _, body = ch.basic_get(queue, auto_ack=True)
-        if method is None:
-            break
-        got.append(body)
-    conn.close()
-    return got
-
-
 def test_discharging_an_unknown_id_is_rejected(ctl):
     state = ctl.control(Discharge(txn_id=b"nope", fail=False))
     assert isinstance(state, Rejected)
@@ -214,7 +193,7 @@ def test_a_settled_declare_detaches_the_control_link(ctl):
 
 
 def test_posting_is_accepted_in_the_transaction_and_applied_at_discharge(ctl, broker_url, uid):
-    declare_queue(broker_url, uid)
+    fill(broker_url, uid, 0)
     ctl.sender(1, uid)
     txn_id = ctl.declare()
     delivery_id = ctl.transfer(1, message(b"one"), state=TransactionalState(txn_id=txn_id))
@@ -227,7 +206,7 @@ def test_posting_is_accepted_in_the_transaction_and_applied_at_discharge(ctl, br
 
 
 def test_posting_under_an_unknown_id_detaches_the_link(ctl, broker_url, uid):
-    declare_queue(broker_url, uid)
+    fill(broker_url, uid, 0)
     ctl.sender(1, uid)
     ctl.transfer(1, message(b"x"), state=TransactionalState(txn_id=b"nope"))
     detach = ctl.expect(Detach)
@@ -237,7 +216,7 @@ def test_posting_under_an_unknown_id_detaches_the_link(ctl, broker_url, uid):
 
 
 def test_a_discharge_with_an_incomplete_transfer_rolls_back(ctl, broker_url, uid):
-    declare_queue(broker_url, uid)
+    fill(broker_url, uid, 0)
     ctl.sender(1, uid)
     txn_id = ctl.declare()
     ctl.transfer(1, message(b"done"), state=TransactionalState(txn_id=txn_id))
@@ -251,7 +230,7 @@ def test_a_discharge_with_an_incomplete_transfer_rolls_back(ctl, broker_url, uid
 
 
 def test_a_transaction_spans_the_sessions_of_its_connection(ctl, broker_url, uid):
-    declare_queue(broker_url, uid)
+    fill(broker_url, uid, 0)
     ctl.begin(1)
     ctl.sender(1, uid, channel=1)
     txn_id = ctl.declare()
@@ -263,7 +242,7 @@ def test_a_transaction_spans_the_sessions_of_its_connection(ctl, broker_url, uid
 
 
 def test_detaching_the_control_link_rolls_back(ctl, broker_url, uid, rabbitish_broker):
-    declare_queue(broker_url, uid)
+    fill(broker_url, uid, 0)
     ctl.sender(1, uid)
     txn_id = ctl.declare()
     ctl.transfer(1, message(b"lost"), state=TransactionalState(txn_id=txn_id))
@@ -276,7 +255,7 @@ def test_detaching_the_control_link_rolls_back(ctl, broker_url, uid, rabbitish_b
 
 @pytest.mark.parametrize("settle_mode", [None, 1], ids=["unsettled", "settled"])
 def test_transactional_acquisition(ctl, broker_url, uid, settle_mode):
-    declare_queue(broker_url, uid, 2)
+    fill(broker_url, uid, 2)
     ctl.receiver(1, uid, settle_mode)
     txn_id = ctl.declare()
     ctl.flow(1, 2, properties={Symbol("txn-id"): txn_id})
@@ -285,7 +264,7 @@ def test_transactional_acquisition(ctl, broker_url, uid, settle_mode):
     assert isinstance(ctl.control(Discharge(txn_id=txn_id, fail=True)), Accepted)
     assert take_all(broker_url, uid) == [b"m0", b"m1"]  # back in place
 
-    declare_queue(broker_url, uid, 2)
+    fill(broker_url, uid, 2)
     txn_id = ctl.declare()
     ctl.flow(1, 2, delivered=2, properties={Symbol("txn-id"): txn_id})
     transfers = [ctl.expect(Transfer) for _ in range(2)]
@@ -306,7 +285,7 @@ def test_transactional_acquisition(ctl, broker_url, uid, settle_mode):
 
 
 def test_deliveries_the_client_settled_in_a_rolled_back_transaction_go_back(ctl, broker_url, uid):
-    declare_queue(broker_url, uid, 2)
+    fill(broker_url, uid, 2)
     ctl.receiver(1, uid)
     ctl.flow(1, 2)
     transfers = [ctl.expect(Transfer) for _ in range(2)]
@@ -327,7 +306,7 @@ def test_deliveries_the_client_settled_in_a_rolled_back_transaction_go_back(ctl,
 def test_deliveries_left_unsettled_in_a_rolled_back_transaction_stay_with_the_client(
     ctl, broker_url, uid
 ):
-    declare_queue(broker_url, uid, 1)
+    fill(broker_url, uid, 1)
     ctl.receiver(1, uid)
     ctl.flow(1, 1)
     (transfer,) = [ctl.expect(Transfer)]

@@ -19,6 +19,7 @@ from rabbitish.bridge.codec.definitions import (
 )
 
 from tests.support.amqp10 import Raw
+from tests.support.queues import fill, ready
 from tests.support.waiting import wait_until
 
 WINDOWS = {"incoming_window": UInt(100), "outgoing_window": UInt(100)}
@@ -57,24 +58,8 @@ def flow(credit: int, drain: bool = False) -> bytes:
     )
 
 
-def publish(broker_url: str, queue: str, count: int) -> None:
-    conn = pika.BlockingConnection(pika.URLParameters(broker_url))
-    ch = conn.channel()
-    ch.queue_declare(queue, durable=True)
-    for i in range(count):
-        ch.basic_publish("", queue, b"m%d" % i)
-    conn.close()
-
-
-def ready(broker_url: str, queue: str) -> int:
-    conn = pika.BlockingConnection(pika.URLParameters(broker_url))
-    count = conn.channel().queue_declare(queue, passive=True).method.message_count
-    conn.close()
-    return count
-
-
 def test_drain_uses_up_the_credit_when_the_queue_runs_dry(broker_url, uid):
-    publish(broker_url, uid, 2)
+    fill(broker_url, uid, 2)
     client = receiver(broker_url, uid)
     try:
         client.send(flow(5, drain=True))
@@ -87,7 +72,7 @@ def test_drain_uses_up_the_credit_when_the_queue_runs_dry(broker_url, uid):
 
 
 def test_unsettled_deliveries_go_back_in_place_when_the_connection_goes(broker_url, uid):
-    publish(broker_url, uid, 3)
+    fill(broker_url, uid, 3)
     client = receiver(broker_url, uid)
     client.send(flow(3))
     transfers = [client.frame().body for _ in range(3)]
@@ -107,7 +92,7 @@ def test_unsettled_deliveries_go_back_in_place_when_the_connection_goes(broker_u
 
 
 def test_a_settled_mode_receiver_gets_settled_transfers(broker_url, uid):
-    publish(broker_url, uid, 2)
+    fill(broker_url, uid, 2)
     client = receiver(broker_url, uid, settle_mode=1)
     try:
         client.send(flow(2))

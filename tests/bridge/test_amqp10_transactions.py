@@ -3,9 +3,9 @@ transactional sends and accepts, commit and abort, seen by 0-9-1 clients on the 
 
 from __future__ import annotations
 
-import pika
 import pytest
 
+from tests.support.queues import fill, ready, take_all
 from tests.support.raw_amqp import host_port
 
 proton = pytest.importorskip("proton", reason="python-qpid-proton is not installed")
@@ -74,36 +74,6 @@ def client(broker_url):
     made.close()
 
 
-def bodies(broker_url: str, queue: str) -> list[bytes]:
-    """Everything ready on the queue, taken with 0-9-1 basic.get."""
-    conn = pika.BlockingConnection(pika.URLParameters(broker_url))
-    ch = conn.channel()
-    got = []
-    while True:
-        method, _, body = ch.basic_get(queue, auto_ack=True)
-        if method is None:
-            break
-        got.append(body)
-    conn.close()
-    return got
-
-
-def ready(broker_url: str, queue: str) -> int:
-    conn = pika.BlockingConnection(pika.URLParameters(broker_url))
-    count = conn.channel().queue_declare(queue, passive=True).method.message_count
-    conn.close()
-    return count
-
-
-def fill(broker_url: str, queue: str, count: int) -> None:
-    conn = pika.BlockingConnection(pika.URLParameters(broker_url))
-    ch = conn.channel()
-    ch.queue_declare(queue, durable=True)
-    for i in range(count):
-        ch.basic_publish("", queue, b"m%d" % i)
-    conn.close()
-
-
 def test_the_coordinator_offers_local_transactions(client):
     txn = client.declare()
     capabilities = txn.txn_ctrl.remote_target.capabilities
@@ -128,8 +98,8 @@ def test_a_commit_makes_sends_to_two_queues_visible_at_once(client, broker_url, 
     assert ready(broker_url, f"{uid}-a") == 0
     assert ready(broker_url, f"{uid}-b") == 0
     assert client.discharge(txn, commit=True) == "committed"
-    assert bodies(broker_url, f"{uid}-a") == [b"a1", b"a2"]
-    assert bodies(broker_url, f"{uid}-b") == [b"b1"]
+    assert take_all(broker_url, f"{uid}-a") == [b"a1", b"a2"]
+    assert take_all(broker_url, f"{uid}-b") == [b"b1"]
 
 
 def test_an_abort_drops_the_sends(client, broker_url, uid):
@@ -139,16 +109,22 @@ def test_an_abort_drops_the_sends(client, broker_url, uid):
     assert client.discharge(txn, commit=False) == "aborted"
     assert ready(broker_url, uid) == 0
     sender.send(Message(body=b"after", inferred=True))  # the link still works outside it
-    assert bodies(broker_url, uid) == [b"after"]
+    assert take_all(broker_url, uid) == [b"after"]
 
 
-def test_accepts_in_a_transaction_apply_at_commit(client, broker_url, uid):
+def accept_three_in_a_transaction(client, broker_url: str, uid: str):
+    """Three messages received and accepted in a new transaction: (receiver, transaction)."""
     fill(broker_url, uid, 3)
     receiver = client.conn.create_receiver(f"/amq/queue/{uid}", credit=3)
     txn = client.declare()
     for _ in range(3):
         receiver.receive(timeout=5)
         txn.accept(receiver.fetcher.unsettled.popleft())
+    return receiver, txn
+
+
+def test_accepts_in_a_transaction_apply_at_commit(client, broker_url, uid):
+    receiver, txn = accept_three_in_a_transaction(client, broker_url, uid)
     receiver.close()  # the receiver goes: accepts staged in the txn still hold the messages
     assert ready(broker_url, uid) == 0
     assert client.discharge(txn, commit=True) == "committed"
@@ -156,16 +132,11 @@ def test_accepts_in_a_transaction_apply_at_commit(client, broker_url, uid):
 
 
 def test_accepts_in_an_aborted_transaction_leave_the_messages(client, broker_url, uid):
-    fill(broker_url, uid, 3)
-    receiver = client.conn.create_receiver(f"/amq/queue/{uid}", credit=3)
-    txn = client.declare()
-    for _ in range(3):
-        receiver.receive(timeout=5)
-        txn.accept(receiver.fetcher.unsettled.popleft())
+    receiver, txn = accept_three_in_a_transaction(client, broker_url, uid)
     receiver.link.flow(0)
     assert client.discharge(txn, commit=False) == "aborted"  # proton releases them
     receiver.close()
-    assert bodies(broker_url, uid) == [b"m0", b"m1", b"m2"]
+    assert take_all(broker_url, uid) == [b"m0", b"m1", b"m2"]
 
 
 def test_a_transaction_names_one_engine_transaction(client, rabbitish_broker):

@@ -28,3 +28,28 @@ def queue_exists(url: str, name: str) -> bool:
             assert error.reply_code in (404, 405)
             return error.reply_code == 405
         return True
+
+
+def fill(url: str, name: str, count: int) -> None:
+    """Declare a durable queue and put `count` messages m0, m1 ... on it with 0-9-1."""
+    with channel(url) as ch:
+        ch.queue_declare(name, durable=True)
+        for i in range(count):
+            ch.basic_publish("", name, b"m%d" % i)
+
+
+def ready(url: str, name: str) -> int:
+    """The queue's ready message count, as declare-ok reports it."""
+    with channel(url) as ch:
+        return ch.queue_declare(name, passive=True).method.message_count
+
+
+def take_all(url: str, name: str) -> list[bytes]:
+    """Every ready message's body, taken off the queue with basic.get."""
+    got = []
+    with channel(url) as ch:
+        while True:
+            method, _, body = ch.basic_get(name, auto_ack=True)
+            if method is None:
+                return got
+            got.append(body)
