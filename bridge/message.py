@@ -1,25 +1,30 @@
 """AMQP 1.0 messages to and from the engine's messages, as RabbitMQ's 3.x 1.0 plugin maps them:
 header durable <-> delivery-mode 2, priority, ttl <-> expiration; the properties section's
-fields to the 0-9-1 properties of the same meaning (creation-time ms <-> timestamp s);
-application-properties <-> headers. A message whose body is one data section keeps exactly those
-bytes as its body; any other body (amqp-value, amqp-sequence, several data sections) travels as
-its encoded sections with type "amqp-1.0", and a 1.0 receiver gets those sections back as sent.
+fields to the 0-9-1 properties of the same meaning (creation-time ms <-> timestamp s, a
+`/queue/NAME` reply-to <-> NAME, subject <-> routing key); application-properties <-> headers,
+typed (typed_values.py). A message whose body is one data section keeps exactly those bytes as
+its body; any other body (amqp-value, amqp-sequence, several data sections) travels as its
+encoded body sections with type "amqp-1.0", readable by a 0-9-1 client that decodes them.
+
+What 0-9-1 cannot hold (a symbol, a ulong message-id, a millisecond, message annotations ...)
+is kept as the exact 1.0 encoding in an `x-amqp-1.0-*` header (RabbitMQ's names), so a 1.0
+receiver gets the message back type for type. A kept section is used only while the 0-9-1
+fields it maps to are unchanged (dead-lettering, say, may have edited them).
 
 The engine keeps properties in the node's codec (0-9-1 content properties); this module speaks
 to it only through `PropertyCodec.to_fields` / `from_fields`."""
 
 from __future__ import annotations
 
-import datetime
-import decimal
 from typing import Any
 
 from rabbitish.bridge.codec import (
+    DecodeError,
     Symbol,
     Timestamp,
     UByte,
     UInt,
-    decode_all,
+    decode,
     encode,
 )
 from rabbitish.bridge.codec.definitions import (
@@ -29,20 +34,32 @@ from rabbitish.bridge.codec.definitions import (
     Data,
     Footer,
     Header,
+    MessageAnnotations,
     Properties,
 )
+from rabbitish.bridge.typed_values import from_field, same, to_field
 
-from rabbitish.engine.message import Message, PropertyCodec
+from rabbitish.engine.message import FieldValue, Message, PropertyCodec
 
 AMQP_1_0_TYPE = "amqp-1.0"
+PROPERTIES_HEADER = "x-amqp-1.0-properties"
+APP_PROPERTIES_HEADER = "x-amqp-1.0-app-properties"
+ANNOTATIONS_HEADER = "x-amqp-1.0-message-annotations"
+FOOTER_HEADER = "x-amqp-1.0-footer"
+_KEPT = (PROPERTIES_HEADER, APP_PROPERTIES_HEADER, ANNOTATIONS_HEADER, FOOTER_HEADER)
 _BODY = (Data, AmqpSequence, AmqpValue)
-_STRINGS = (
-    ("message_id", "message_id"),
-    ("correlation_id", "correlation_id"),
-    ("reply_to", "reply_to"),
-    ("content_type", "content_type"),
-    ("content_encoding", "content_encoding"),
+_IDS = (("message_id", "message_id"), ("correlation_id", "correlation_id"))
+_SYMBOLS = (("content_type", "content_type"), ("content_encoding", "content_encoding"))
+_PROPERTY_FIELDS = (
+    "message_id",
+    "correlation_id",
+    "reply_to",
+    "content_type",
+    "content_encoding",
+    "user_id",
+    "timestamp",
 )
+_QUEUE_PREFIX = "/queue/"
 
 
 def to_engine(
@@ -50,60 +67,147 @@ def to_engine(
 ) -> tuple[Message, str | None]:
     """The engine message for a 1.0 message; also its subject (the routing key of an
     `/exchange/NAME` address that names no key)."""
-    sections = decode_all(payload)
+    sections = _sections(payload)
+    found = {type(section): (section, raw) for section, raw in sections}
     fields: dict[str, Any] = {}
-    first: dict[type, Any] = {}  # the first section of each kind, in one pass (per message)
-    bodies = []
-    for section in sections:
-        if isinstance(section, _BODY):
-            bodies.append(section)
-        elif type(section) not in first:
-            first[type(section)] = section
-    header = first.get(Header)
-    props = first.get(Properties)
-    app = first.get(ApplicationProperties)
-    if header is not None:
-        fields["delivery_mode"] = 2 if header.durable else 1
-        if header.priority is not None and header.priority != 4:
-            fields["priority"] = int(header.priority)
-        if header.ttl is not None:
-            fields["expiration"] = str(int(header.ttl))
+    headers: dict[str, Any] = {}
+    if Header in found:
+        fields.update(_header_fields(found[Header][0]))
+    if MessageAnnotations in found:
+        headers[ANNOTATIONS_HEADER] = _kept(found[MessageAnnotations][1])
     subject = None
+    props = found.get(Properties)
     if props is not None:
-        for name, field in _STRINGS:
-            value = getattr(props, name)
-            if value is not None:
-                fields[field] = str(value)
-        if props.user_id is not None:
-            fields["user_id"] = bytes(props.user_id).decode("utf-8", "replace")
-        if props.creation_time is not None:
-            fields["timestamp"] = int(props.creation_time) // 1000
-        subject = str(props.subject) if props.subject is not None else None
-    if app is not None and app.value:
-        fields["headers"] = {str(k): _to_header(v) for k, v in app.value.items()}
-    if len(bodies) == 1 and isinstance(bodies[0], Data):
-        body = bytes(bodies[0].value)
-    else:
-        body = b"".join(encode(s) for s in sections if not isinstance(s, Footer))
-        fields["type"] = AMQP_1_0_TYPE
-    raw = codec.from_fields(fields)
+        fields.update(properties_to_fields(props[0]))
+        subject = str(props[0].subject) if props[0].subject is not None else None
     key = routing_key if routing_key is not None else (subject or "")
-    return codec.new_message(exchange, key, raw, body), subject
+    if props is not None and not _same_properties(props[0], properties_from_fields(fields, key)):
+        headers[PROPERTIES_HEADER] = _kept(props[1])
+    app = found.get(ApplicationProperties)
+    if app is not None and app[0].value:
+        typed = {str(k): to_field(v) for k, v in app[0].value.items()}
+        headers.update(typed)
+        if not all(same(v, from_field(typed[str(k)])) for k, v in app[0].value.items()):
+            headers[APP_PROPERTIES_HEADER] = _kept(app[1])
+    if Footer in found:
+        headers[FOOTER_HEADER] = _kept(found[Footer][1])
+    bodies = [(section, raw) for section, raw in sections if isinstance(section, _BODY)]
+    if len(bodies) == 1 and isinstance(bodies[0][0], Data):
+        body = bytes(bodies[0][0].value)
+    else:
+        body = b"".join(raw for _section, raw in bodies)
+        fields["type"] = AMQP_1_0_TYPE
+    if headers:
+        fields["headers"] = headers
+    raw_properties = codec.from_fields(fields)
+    return codec.new_message(exchange, key, raw_properties, body), subject
 
 
-def _to_header(value: Any) -> Any:
-    if isinstance(value, Symbol):
-        return str(value)
-    if isinstance(value, Timestamp):
-        return datetime.datetime.fromtimestamp(int(value) / 1000, datetime.UTC)
-    return value
+def _sections(payload: bytes) -> list[tuple[Any, bytes]]:
+    """Each section with its exact bytes."""
+    out = []
+    pos = 0
+    while pos < len(payload):
+        section, end = decode(payload, pos)
+        out.append((section, bytes(payload[pos:end])))
+        pos = end
+    return out
+
+
+def _kept(raw: bytes) -> FieldValue:
+    return FieldValue("longstr", raw)
+
+
+def _header_fields(header: Header) -> dict[str, Any]:
+    fields: dict[str, Any] = {"delivery_mode": 2 if header.durable else 1}
+    if header.priority is not None and header.priority != 4:
+        fields["priority"] = int(header.priority)
+    if header.ttl is not None:
+        fields["expiration"] = str(int(header.ttl))
+    return fields
+
+
+def properties_to_fields(props: Properties) -> dict[str, Any]:
+    """The 0-9-1 properties a 1.0 properties section maps to (subject aside: it routes)."""
+    fields: dict[str, Any] = {}
+    for name, field in (*_IDS, *_SYMBOLS):
+        value = getattr(props, name)
+        if value is not None:
+            fields[field] = _text(value)
+    if props.reply_to is not None:
+        fields["reply_to"] = str(props.reply_to).removeprefix(_QUEUE_PREFIX)
+    if props.user_id is not None:
+        fields["user_id"] = _text(props.user_id)
+    if props.creation_time is not None:
+        fields["timestamp"] = max(0, int(props.creation_time) // 1000)
+    return fields
+
+
+def _text(value: Any) -> str:
+    """A message-id, correlation-id or user-id as 0-9-1's short string."""
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "replace")
+    return str(value)
+
+
+def properties_from_fields(fields: dict[str, Any], routing_key: str) -> Properties:
+    """The 1.0 properties section for 0-9-1 properties, as RabbitMQ builds it: ids as
+    strings, a reply-to that names a queue as its `/queue/NAME` address, the subject the
+    routing key."""
+    props: dict[str, Any] = {"subject": routing_key}
+    for name, field in _IDS:
+        if field in fields:
+            props[name] = fields[field]
+    for name, field in _SYMBOLS:
+        if field in fields:
+            props[name] = Symbol(fields[field])
+    reply_to = fields.get("reply_to")
+    if reply_to is not None:
+        props["reply_to"] = reply_to if reply_to.startswith("/") else _QUEUE_PREFIX + reply_to
+    if "user_id" in fields:
+        props["user_id"] = str(fields["user_id"]).encode()
+    if "timestamp" in fields:
+        props["creation_time"] = Timestamp(int(fields["timestamp"]) * 1000)
+    return Properties(**props)
+
+
+def _same_properties(sent: Properties, mapped: Properties) -> bool:
+    """Whether the 0-9-1 properties give the section back; a subject the sender left out
+    comes back as the routing key, as for any message."""
+    return all(
+        same(getattr(sent, name), getattr(mapped, name))
+        for name in Properties.ATTRS
+        if name != "subject" or sent.subject is not None
+    )
 
 
 def from_engine(message: Message, delivery_count: int) -> bytes:
     """The 1.0 encoding of an engine message for a 1.0 receiver."""
     fields = message.codec.to_fields(message.raw_properties)
+    headers = dict(fields.get("headers") or {})
+    kept = {name: _kept_bytes(headers.pop(name, None)) for name in _KEPT}
+    parts = [_header(fields, delivery_count)]
+    if kept[ANNOTATIONS_HEADER]:
+        parts.append(kept[ANNOTATIONS_HEADER])
+    parts.append(_properties(fields, message.routing_key, kept[PROPERTIES_HEADER]))
+    if headers:
+        parts.append(_application_properties(headers, kept[APP_PROPERTIES_HEADER]))
     if fields.get("type") == AMQP_1_0_TYPE:
-        return message.body  # the sections as a 1.0 sender sent them
+        parts.append(message.body)  # the body sections as a 1.0 sender sent them
+    else:
+        parts.append(encode(Data(value=message.body)))
+    if kept[FOOTER_HEADER]:
+        parts.append(kept[FOOTER_HEADER])
+    return b"".join(parts)
+
+
+def _kept_bytes(field: FieldValue | None) -> bytes:
+    if field is None or field.kind not in ("longstr", "binary"):
+        return b""
+    return bytes(field.value)
+
+
+def _header(fields: dict[str, Any], delivery_count: int) -> bytes:
     header_fields: dict[str, Any] = {"durable": fields.get("delivery_mode") == 2}
     if "priority" in fields:
         header_fields["priority"] = UByte(fields["priority"])
@@ -111,40 +215,43 @@ def from_engine(message: Message, delivery_count: int) -> bytes:
         header_fields["ttl"] = UInt(int(fields["expiration"]))
     if delivery_count:
         header_fields["delivery_count"] = UInt(delivery_count)
-    parts = [encode(Header(**header_fields))]
-    props: dict[str, Any] = {}
-    for name, field in _STRINGS:
-        if field in fields:
-            props[name] = fields[field]
-    if "content_type" in props:
-        props["content_type"] = Symbol(props["content_type"])
-    if "content_encoding" in props:
-        props["content_encoding"] = Symbol(props["content_encoding"])
-    if "user_id" in fields:
-        props["user_id"] = str(fields["user_id"]).encode()
-    if "timestamp" in fields:
-        props["creation_time"] = Timestamp(int(fields["timestamp"]) * 1000)
-    if props:
-        parts.append(encode(Properties(**props)))
-    headers = fields.get("headers")
-    if headers:
-        parts.append(
-            encode(
-                ApplicationProperties(value={str(k): _from_header(v) for k, v in headers.items()})
-            )
-        )
-    parts.append(encode(Data(value=message.body)))
-    return b"".join(parts)
+    return encode(Header(**header_fields))
 
 
-def _from_header(value: Any) -> Any:
-    """0-9-1 header values that 1.0 application-properties can hold (simple types only)."""
-    if isinstance(value, datetime.datetime):
-        return Timestamp(int(value.timestamp() * 1000))
-    if isinstance(value, decimal.Decimal):
-        return str(value)
-    if isinstance(value, (dict, list)):
-        return str(value)
-    if isinstance(value, bytearray):
-        return bytes(value)
-    return value
+def _properties(fields: dict[str, Any], routing_key: str, kept: bytes) -> bytes:
+    """The section as the 1.0 sender sent it while the 0-9-1 fields it maps to are unchanged;
+    otherwise the section those fields make."""
+    if kept:
+        section = _decoded(kept, Properties)
+        if section is not None and properties_to_fields(section) == {
+            name: fields[name] for name in _PROPERTY_FIELDS if name in fields
+        }:
+            return kept
+    return encode(properties_from_fields(fields, routing_key))
+
+
+def _application_properties(headers: dict[str, FieldValue], kept: bytes) -> bytes:
+    """Each header as its 1.0 value: the value the 1.0 sender sent while the header still has
+    the type and value it was mapped to, else the 1.0 type matching its 0-9-1 type."""
+    section = _decoded(kept, ApplicationProperties) if kept else None
+    sent = {str(k): v for k, v in section.value.items()} if section is not None else {}
+    value: dict[str, Any] = {}
+    for name, field in headers.items():
+        original = sent.get(name, _MISSING)
+        if original is not _MISSING and to_field(original) == field:
+            value[name] = original
+        else:
+            value[name] = from_field(field)
+    return encode(ApplicationProperties(value=value))
+
+
+_MISSING = object()
+
+
+def _decoded(raw: bytes, kind: type) -> Any:
+    """A kept section, or None if a 0-9-1 client put something else in its header."""
+    try:
+        section, end = decode(raw)
+    except DecodeError:
+        return None
+    return section if isinstance(section, kind) and end == len(raw) else None

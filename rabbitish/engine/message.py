@@ -6,10 +6,34 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from rabbitish.engine import erlang_terms
 from rabbitish.engine.errors import precondition_failed
+
+FIELD_KINDS = frozenset(
+    (
+        *("bool", "byte", "unsignedbyte", "short", "unsignedshort", "signedint", "unsignedint"),
+        *("long", "float", "double", "decimal", "timestamp", "void", "longstr", "binary"),
+        *("array", "table"),
+    )
+)
+
+
+@dataclass(frozen=True, slots=True)
+class FieldValue:
+    """A header value with its type named (RabbitMQ's field type names), so another protocol's
+    front end can map it to its own type system exactly: a plain int says nothing of width or
+    sign. Values: bool, int, float, decimal.Decimal, int seconds (timestamp), None (void), bytes
+    (longstr, binary), list[FieldValue] (array), dict[str, FieldValue] (table)."""
+
+    kind: str
+    value: Any
+
+    def __post_init__(self) -> None:
+        if self.kind not in FIELD_KINDS:
+            raise ValueError(f"not a field type: {self.kind!r}")
 
 
 class PropertyCodec(Protocol):
@@ -41,11 +65,13 @@ class PropertyCodec(Protocol):
 
     def to_fields(self, raw: bytes) -> dict[str, Any]:
         """Every property as a Python value, keyed by its 0-9-1 name (`content_type`,
-        `headers`, `delivery_mode` ...): what another protocol's front end maps from."""
+        `headers`, `delivery_mode` ...): what another protocol's front end maps from. Header
+        values are FieldValues, so their types survive the mapping."""
         ...
 
     def from_fields(self, fields: dict[str, Any]) -> bytes:
-        """Raw properties from `to_fields`-shaped values (header values typed by Python type)."""
+        """Raw properties from `to_fields`-shaped values; a header value is written with the
+        type its FieldValue names (a plain Python value gets the type its Python type implies)."""
         ...
 
     def from_json(self, props: dict[str, Any]) -> bytes:

@@ -42,10 +42,17 @@ class Amqp091Codec:
         return properties.decode_all(raw)
 
     def to_fields(self, raw: bytes) -> dict[str, Any]:
-        return properties.decode_all(raw)
+        fields = properties.decode_all(raw)
+        if "headers" in fields:
+            fields["headers"] = properties.typed_headers(raw)
+        return fields
 
     def from_fields(self, fields: dict[str, Any]) -> bytes:
-        return properties.encode_properties(**fields)
+        headers = fields.get("headers")
+        raw = properties.encode_properties(**{k: v for k, v in fields.items() if k != "headers"})
+        if headers is None:
+            return raw
+        return properties.with_headers(raw, headers)
 
     def from_json(self, props: dict[str, Any]) -> bytes:
         return encode_properties(props)

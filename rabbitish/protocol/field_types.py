@@ -1,12 +1,18 @@
 """The 0-9-1 field value types RabbitMQ reads in field tables and arrays: for each tag octet,
 RabbitMQ's name for the type (its error texts name it) and how long a value is. The method
 decoder's table check, the raw-property splicer and the argument type names all walk encoded
-tables with this one table. pamqp decodes the values; it does not check their bounds."""
+tables with this one table. pamqp decodes the values; it does not check their bounds, and it
+forgets their types, so values another protocol maps from are read and written here as
+FieldValues (the type kept: a ubyte stays a ubyte)."""
 
 from __future__ import annotations
 
+import decimal
 import struct
 from dataclasses import dataclass
+from typing import Any
+
+from rabbitish.engine.message import FieldValue
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,3 +121,94 @@ def table_types(table: bytes) -> dict[str, str]:
         }
     except (IndexError, ValueError):
         return {}
+
+
+# Fixed-size values: struct format per tag. Timestamps are unsigned seconds, as RabbitMQ reads.
+_FORMATS = {
+    ord(tag): struct.Struct(fmt)
+    for tag, fmt in (
+        *(("t", ">B"), ("b", ">b"), ("B", ">B"), ("s", ">h"), ("U", ">h"), ("u", ">H")),
+        *(("I", ">i"), ("i", ">I"), ("l", ">q"), ("L", ">q"), ("f", ">f"), ("d", ">d")),
+        ("T", ">Q"),
+    )
+}
+_DECIMAL = struct.Struct(">Bi")
+# Kind -> the tag RabbitMQ writes for it ('s' and 'l', not their aliases 'U' and 'L').
+_TAGS = {
+    **{field.name: tag for tag, field in reversed(FIELD_TYPES.items())},
+    "short": ord("s"),
+    "long": ord("l"),
+}
+
+
+def typed_table(table: bytes) -> dict[str, FieldValue]:
+    """An encoded field table (with its length prefix) as FieldValues, types kept."""
+    return {
+        key[1:].decode("utf-8", "replace"): typed_value(value, 0)[0]
+        for key, value in raw_entries(table)
+    }
+
+
+def typed_value(buf: bytes, pos: int) -> tuple[FieldValue, int]:
+    """The typed value whose tag is at `pos`, and where it ends."""
+    tag = buf[pos]
+    kind = _field_type(tag).name
+    end = value_end(buf, pos)
+    value: Any
+    if tag == TABLE:
+        value = typed_table(buf[pos + 1 : end])
+    elif tag == ARRAY:
+        value, item = [], pos + 5
+        while item < end:
+            element, item = typed_value(buf, item)
+            value.append(element)
+    elif tag in _FORMATS:
+        value = _FORMATS[tag].unpack_from(buf, pos + 1)[0]
+        if tag == ord("t"):
+            value = bool(value)
+    elif tag == ord("D"):
+        scale, unscaled = _DECIMAL.unpack_from(buf, pos + 1)
+        value = decimal.Decimal(unscaled).scaleb(-scale)
+    elif tag == ord("V"):
+        value = None
+    else:  # longstr, binary
+        value = bytes(buf[pos + 5 : end])
+    return FieldValue(kind, value), end
+
+
+def encode_typed(field: FieldValue) -> bytes:
+    """A FieldValue as a typed field value, with the tag its kind names. Raises ValueError for
+    a value its type cannot hold."""
+    tag = _TAGS[field.kind]
+    value = field.value
+    if tag in _FORMATS:
+        try:
+            return bytes([tag]) + _FORMATS[tag].pack(value)
+        except struct.error as exc:
+            raise ValueError(f"{field.kind} out of range: {value!r}") from exc
+    if tag == ord("D"):
+        return bytes([tag]) + _encode_decimal(value)
+    if tag == ord("V"):
+        return b"V"
+    if tag == TABLE:
+        body = b"".join(
+            bytes([len(name)]) + name + encode_typed(item)
+            for name, item in ((k.encode(), v) for k, v in value.items())
+        )
+    elif tag == ARRAY:
+        body = b"".join(encode_typed(item) for item in value)
+    else:
+        body = bytes(value)
+    return bytes([tag]) + _u32.pack(len(body)) + body
+
+
+def _encode_decimal(value: decimal.Decimal) -> bytes:
+    """0-9-1's decimal: a scale octet (digits after the point) and a signed 32-bit integer."""
+    exponent = value.as_tuple().exponent
+    if not isinstance(exponent, int):
+        raise ValueError(f"no 0-9-1 decimal for {value}")
+    scale = max(0, -exponent)
+    unscaled = int(value.scaleb(scale))
+    if scale > 255 or not -(1 << 31) <= unscaled < 1 << 31:
+        raise ValueError(f"no 0-9-1 decimal for {value}")
+    return _DECIMAL.pack(scale, unscaled)

@@ -13,7 +13,8 @@ from typing import Any
 
 from pamqp import decode, encode
 
-from rabbitish.protocol.field_types import raw_entries
+from rabbitish.engine.message import FieldValue
+from rabbitish.protocol.field_types import encode_typed, raw_entries, typed_table
 
 CONTENT_TYPE = 0x8000
 CONTENT_ENCODING = 0x4000
@@ -129,9 +130,21 @@ def headers(raw: bytes) -> dict[str, Any]:
     return decode.field_table(raw[start:end])[1]
 
 
+def typed_headers(raw: bytes) -> dict[str, FieldValue]:
+    """The headers table with every value's type kept (empty dict when absent)."""
+    if len(raw) < 2 or not _u16.unpack_from(raw, 0)[0] & HEADERS:
+        return {}
+    _flags, found = spans(raw)
+    start, end = found[HEADERS]
+    return typed_table(raw[start:end])
+
+
 def _encode_value(value: Any) -> bytes:
     """A typed field value the way RabbitMQ writes the values it creates itself: integers as
-    'l' (long), strings as 'S', times as 'T' seconds, nested tables and arrays likewise."""
+    'l' (long), strings as 'S', times as 'T' seconds, nested tables and arrays likewise; a
+    FieldValue with the type it names."""
+    if isinstance(value, FieldValue):
+        return encode_typed(value)
     if isinstance(value, bool):
         return b"t" + (b"\x01" if value else b"\x00")
     if isinstance(value, int):
