@@ -165,6 +165,8 @@ _PLAIN_TYPES: tuple[tuple[type, str], ...] = (
 
 def same(a: Any, b: Any) -> bool:
     """Equal in value and in 1.0 type, all the way down."""
+    if a is b:
+        return True  # the common case of two absent fields, checked for every message
     if type_name(a) != type_name(b):
         return False
     if isinstance(a, dict):
