@@ -20,9 +20,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from proton import Delivery, Message
+from proton import Delivery, Message, Terminus
 from proton.handlers import MessagingHandler, TransactionHandler
-from proton.reactor import Container
+from proton.reactor import Container, LinkOption
 
 from tests.support.amqp10 import proton_url
 from tests.support.broker_process import BrokerProcess
@@ -83,9 +83,20 @@ class Encoded:
         return delivery
 
 
+class DurableQueue(LinkOption):
+    """Terminus durability unsettled-state: RabbitMQ (and rabbitish) then declare the
+    `/queue/NAME` queue durable, so persistent messages take the disk path."""
+
+    def apply(self, link) -> None:
+        terminus = link.target if link.is_sender else link.source
+        terminus.durability = Terminus.DELIVERIES
+
+
 class Scenario(MessagingHandler):
     """One connection doing one job; `started` / `finished` time the job, `error` says why it
     stopped early."""
+
+    options: LinkOption | None = None  # set for --durable runs
 
     def __init__(self, url: str, address: str, count: int, prefetch: int = 0) -> None:
         super().__init__(prefetch=prefetch, auto_accept=False)
@@ -141,7 +152,7 @@ class Send(Scenario):
         self.sent = self.accepted = 0
 
     def open_link(self, container: Container) -> None:
-        container.create_sender(self.connection, self.address)
+        container.create_sender(self.connection, self.address, options=self.options)
 
     def on_sendable(self, event) -> None:
         if not self.started:
@@ -166,7 +177,7 @@ class Receive(Scenario):
         self.received = 0
 
     def open_link(self, container: Container) -> None:
-        container.create_receiver(self.connection, self.address)
+        container.create_receiver(self.connection, self.address, options=self.options)
 
     def on_link_opened(self, event) -> None:
         self.started = self.started or time.perf_counter()
@@ -197,7 +208,7 @@ class TransactionalSend(Scenario, TransactionHandler):
         self.committed = 0
 
     def open_link(self, container: Container) -> None:
-        self.sender = container.create_sender(self.connection, self.address)
+        self.sender = container.create_sender(self.connection, self.address, options=self.options)
         self.started = time.perf_counter()
         container.declare_transaction(self.connection, handler=self)
 
@@ -278,6 +289,7 @@ def median(figures: list[Figure]) -> Figure:
 def run_broker(url: str, pids: list[int], args: argparse.Namespace) -> dict[str, Figure | str]:
     """All three scenarios against one broker: each round sends N to a queue, then drains it."""
     message = Encoded(b"x" * args.body, args.durable)
+    Scenario.options = DurableQueue() if args.durable else None
     address = f"/queue/bench-{uuid.uuid4().hex[:8]}"
     sends, receives, commits = [], [], []
     for _ in range(args.rounds):
