@@ -36,6 +36,31 @@ def _table(blob: bytes) -> dict:
     return decode.field_table(blob)[1] if blob else {}
 
 
+def stored_message(
+    mid: int,
+    exchange: str,
+    routing_key: str,
+    props: bytes,
+    body: bytes,
+    codec: PropertyCodec,
+    priority: int,
+    expiration_ms: int | None,
+) -> Message:
+    """A message read back from the store keeps its id (queue and half rows refer to it)."""
+    message = Message(
+        exchange,
+        routing_key,
+        bytes(props),
+        body,
+        codec,
+        persistent=True,
+        priority=priority,
+        expiration_ms=expiration_ms,
+    )
+    message.id = mid
+    return message
+
+
 def _load_bodies(conn: sqlite3.Connection, messages: dict[int, Message], ids: set[int]) -> None:
     wanted = sorted(ids)
     for start in range(0, len(wanted), 500):
@@ -130,17 +155,9 @@ def recover(
             continue
         message = messages.get(mid)
         if message is None:
-            message = Message(
-                exchange,
-                routing_key,
-                bytes(props),
-                b"",
-                codec,
-                persistent=True,
-                priority=priority,
-                expiration_ms=expiration_ms,
+            message = stored_message(
+                mid, exchange, routing_key, props, b"", codec, priority, expiration_ms
             )
-            message.id = mid
             message.size = size
             message.loader = pager.load
             message.page_out()
@@ -199,17 +216,7 @@ def recover_half(conn: sqlite3.Connection, node: Node, codec: PropertyCodec) -> 
             continue
         message = messages.get(mid)
         if message is None:
-            message = Message(
-                exchange,
-                key,
-                bytes(props),
-                bytes(body),
-                codec,
-                persistent=True,
-                priority=prio,
-                expiration_ms=exp,
-            )
-            message.id = mid
+            message = stored_message(mid, exchange, key, props, bytes(body), codec, prio, exp)
             messages[mid] = message
             max_id = max(max_id, mid)
         held.setdefault((vhost_name, txn_id), []).append((queue, message, ord_))

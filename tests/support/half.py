@@ -11,6 +11,10 @@ from urllib.parse import quote
 
 import pika
 
+from tests.support.clients import bodies
+
+__all__ = ["TXN_EXCHANGE", "bodies", "decide", "half", "queue_json", "ready"]
+
 TXN_EXCHANGE = "amq.rabbitish.txn"
 
 
@@ -30,16 +34,6 @@ def decide(ch: Any, txn: str, outcome: str = "commit", mandatory: bool = False) 
 def ready(ch: Any, queue: str) -> int:
     """The message count queue.declare-ok reports."""
     return ch.queue_declare(queue, passive=True).method.message_count
-
-
-def bodies(ch: Any, queue: str) -> list[bytes]:
-    """Take every ready message (auto-ack), in order."""
-    got = []
-    while True:
-        method, _props, body = ch.basic_get(queue, auto_ack=True)
-        if method is None:
-            return got
-        got.append(body)
 
 
 def queue_json(management_url: str, queue: str, vhost: str = "/") -> dict[str, Any]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterator
+from typing import Any
 
 import aio_pika
 import pytest
@@ -40,13 +41,19 @@ async def _decide(ch: aio_pika.Channel, txn: str, outcome: str) -> None:
     await exchange.publish(aio_pika.Message(b"", headers={"x-half-txn": txn}), outcome)
 
 
+async def _job(ch: aio_pika.Channel, uid: str, immunity: float) -> tuple[Any, Any]:
+    """A work queue holding one half message of `uid` checked on a check queue."""
+    work = await ch.declare_queue(f"{uid}-work", exclusive=True)
+    checks = await ch.declare_queue(f"{uid}-checks", exclusive=True)
+    headers = {"x-check-queue": checks.name, "x-check-immunity": immunity}
+    await ch.default_exchange.publish(_half(b"job", uid, **headers), work.name)
+    return work, checks
+
+
 async def test_checks_are_sent_until_a_decision(checking_broker, uid):
     conn, ch = await _channel(checking_broker)
     async with conn:
-        work = await ch.declare_queue(f"{uid}-work", exclusive=True)
-        checks = await ch.declare_queue(f"{uid}-checks", exclusive=True)
-        headers = {"x-check-queue": checks.name, "x-check-immunity": 0.1}
-        await ch.default_exchange.publish(_half(b"job", uid, **headers), work.name)
+        work, checks = await _job(ch, uid, 0.1)
         seen: list[tuple[object, object, object, bytes]] = []
         async with checks.iterator() as stream:
             async for message in stream:
@@ -74,10 +81,7 @@ async def test_checks_are_sent_until_a_decision(checking_broker, uid):
 async def test_an_unanswered_transaction_is_rolled_back_after_the_last_check(checking_broker, uid):
     conn, ch = await _channel(checking_broker)
     async with conn:
-        work = await ch.declare_queue(f"{uid}-work", exclusive=True)
-        checks = await ch.declare_queue(f"{uid}-checks", exclusive=True)
-        headers = {"x-check-queue": checks.name, "x-check-immunity": 0}
-        await ch.default_exchange.publish(_half(b"job", uid, **headers), work.name)
+        work, checks = await _job(ch, uid, 0)
         vhost = checking_broker.node.vhosts["/"]
         deadline = asyncio.get_running_loop().time() + 5
         while call_in_loop(checking_broker, vhost.half.get, uid) is not None:
