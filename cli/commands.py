@@ -15,7 +15,12 @@ from typing import Annotated, Any, TypeVar
 import typer
 from rabbitish.cli import render
 from rabbitish.cli.client import DEFAULT_URL, REFUSED, ApiFailure, Client, CliError, segment
-from rabbitish.cli.serve import DEFAULTS, FSYNC_HELP
+from rabbitish.cli.serve import (
+    DEFAULTS,
+    FSYNC_HELP,
+    HALF_CHECK_INTERVAL_HELP,
+    HALF_CHECK_MAX_HELP,
+)
 from rich.console import Console
 
 from rabbitish.config import FSYNC_MODES, Config
@@ -84,6 +89,10 @@ def serve(
     management_port: int = typer.Option(
         DEFAULTS.management_port, help="Management HTTP API port (0: disabled)."
     ),
+    half_check_interval: float = typer.Option(
+        DEFAULTS.half_check_interval, help=HALF_CHECK_INTERVAL_HELP
+    ),
+    half_check_max: int = typer.Option(DEFAULTS.half_check_max, help=HALF_CHECK_MAX_HELP),
 ) -> None:
     """Run the broker in the foreground; Ctrl-C or SIGTERM stops it cleanly."""
     from rabbitish.cli.serve import run
@@ -94,6 +103,8 @@ def serve(
         data_dir=data_dir,
         fsync=fsync.value,
         management_port=management_port,
+        half_check_interval=half_check_interval,
+        half_check_max=half_check_max,
     )
     raise typer.Exit(run(config))
 

@@ -13,6 +13,8 @@ from rabbitish.config import FSYNC_MODES, Config
 
 DEFAULTS = Config()
 FSYNC_HELP = "Sync each commit to disk (always) or leave it to the OS (never)."
+HALF_CHECK_INTERVAL_HELP = "Seconds between status checks of an undecided half transaction."
+HALF_CHECK_MAX_HELP = "Status checks sent before an undecided half transaction is rolled back."
 
 log = logging.getLogger("rabbitish")
 
@@ -30,6 +32,15 @@ def parser(prog: str = "rabbitish serve") -> argparse.ArgumentParser:
         default=DEFAULTS.management_port,
         help="Management HTTP API port (0: disabled).",
     )
+    p.add_argument(
+        "--half-check-interval",
+        type=float,
+        default=DEFAULTS.half_check_interval,
+        help=HALF_CHECK_INTERVAL_HELP,
+    )
+    p.add_argument(
+        "--half-check-max", type=int, default=DEFAULTS.half_check_max, help=HALF_CHECK_MAX_HELP
+    )
     return p
 
 
@@ -42,6 +53,8 @@ def main(argv: list[str], prog: str = "rabbitish serve") -> int:
             data_dir=args.data_dir,
             fsync=args.fsync,
             management_port=args.management_port,
+            half_check_interval=args.half_check_interval,
+            half_check_max=args.half_check_max,
         )
     )
 

@@ -14,6 +14,7 @@ from typing import Any
 from urllib.parse import quote
 
 from rabbitish.config import Config
+from rabbitish.engine.half import HalfSettings
 from rabbitish.engine.node import Node
 from rabbitish.protocol.codec import CODEC
 from rabbitish.server.listener import HeaderSniffer
@@ -59,7 +60,11 @@ class Broker:
     async def start(self) -> None:
         self.loop = loop = asyncio.get_running_loop()
         self.node = Node(
-            LoopScheduler(loop), vhosts=self.config.vhosts, users=self.config.users, codec=CODEC
+            LoopScheduler(loop),
+            vhosts=self.config.vhosts,
+            users=self.config.users,
+            codec=CODEC,
+            half=HalfSettings(self.config.half_check_interval, self.config.half_check_max),
         )
         if not self.config.in_memory:
             from rabbitish.store import open_store

@@ -28,6 +28,10 @@ class Config:
     # Who an AMQP 1.0 client logs in as with SASL ANONYMOUS or no SASL at all (RabbitMQ's
     # `default_user`); None refuses both.
     anonymous_user: str | None = "guest"
+    # Half messages (engine/half.py): seconds between status checks of an undecided transaction
+    # once its x-check-immunity has passed, and how many checks before it is rolled back.
+    half_check_interval: float = 5.0
+    half_check_max: int = 15
 
     @property
     def in_memory(self) -> bool:

@@ -9,7 +9,8 @@ from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
     from rabbitish.engine.exchanges.base import Binding, Exchange
-    from rabbitish.engine.message import QueueEntry
+    from rabbitish.engine.half import HalfTxn
+    from rabbitish.engine.message import Message, QueueEntry
     from rabbitish.engine.queue import Queue
 
 
@@ -32,6 +33,19 @@ class Journal(Protocol):
 
     def message_delivered(self, queue: Queue, entry: QueueEntry) -> None:
         """First delivery of a durable message: after a crash it comes back redelivered."""
+        ...
+
+    def half_held(self, queue: Queue, message: Message, txn_id: str, ord_: int) -> None:
+        """A persistent half message held for a durable queue (engine/half.py)."""
+        ...
+
+    def half_txn_saved(self, vhost: str, txn: HalfTxn) -> None:
+        """A durable half transaction's check-back state (first seen, checks sent) changed."""
+        ...
+
+    def half_decided(self, vhost: str, txn: HalfTxn, commit: bool, forget: str | None) -> None:
+        """A half transaction was decided: its held messages go (a commit has just enqueued
+        them), the decision is remembered and `forget`, the oldest remembered one, dropped."""
         ...
 
     @property
@@ -74,6 +88,15 @@ class NullJournal:
         pass
 
     def message_delivered(self, queue: Queue, entry: QueueEntry) -> None:
+        pass
+
+    def half_held(self, queue: Queue, message: Message, txn_id: str, ord_: int) -> None:
+        pass
+
+    def half_txn_saved(self, vhost: str, txn: HalfTxn) -> None:
+        pass
+
+    def half_decided(self, vhost: str, txn: HalfTxn, commit: bool, forget: str | None) -> None:
         pass
 
     def when_synced(self, position: int, callback: Callable[[], None]) -> None:

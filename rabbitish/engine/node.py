@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from rabbitish.engine.auth import User, UserDatabase
 from rabbitish.engine.clock import Scheduler
+from rabbitish.engine.half import HalfSettings, HalfView
 from rabbitish.engine.journal import Journal, NullJournal
 from rabbitish.engine.message import PropertyCodec
 from rabbitish.engine.sessions import FrontEndConnection
@@ -20,13 +21,15 @@ class Node:
         vhosts: tuple[str, ...] = ("/",),
         users: dict[str, str] | None = None,
         codec: PropertyCodec | None = None,
+        half: HalfSettings | None = None,
     ) -> None:
         self.scheduler = scheduler
+        self.half_settings = half or HalfSettings()
         # How messages published through the management API are encoded (the 0-9-1 codec).
         self.codec = codec
         self.journal: Journal = NullJournal()
         self.vhosts: dict[str, VirtualHost] = {
-            name: VirtualHost(name, scheduler) for name in vhosts
+            name: VirtualHost(name, scheduler, half_settings=self.half_settings) for name in vhosts
         }
         self.users = UserDatabase(
             {name: User(name, password) for name, password in (users or {"guest": "guest"}).items()}
@@ -39,7 +42,9 @@ class Node:
 
     def add_vhost(self, name: str) -> VirtualHost:
         if name not in self.vhosts:
-            self.vhosts[name] = VirtualHost(name, self.scheduler, self.journal)
+            self.vhosts[name] = VirtualHost(
+                name, self.scheduler, self.journal, half_settings=self.half_settings
+            )
         return self.vhosts[name]
 
     def use_journal(self, journal: Journal) -> None:
@@ -47,3 +52,7 @@ class Node:
         self.journal = journal
         for vhost in self.vhosts.values():
             vhost.journal = journal
+
+    def half_transactions(self) -> list[HalfView]:
+        """Every undecided half transaction of every vhost (engine/half.py)."""
+        return [view for vhost in self.vhosts.values() for view in vhost.half.list()]

@@ -64,6 +64,8 @@ class Queue:
         self._held = False  # a commit is applying its effects: no deliveries until it is done
         self._arriving: QueueEntry | None = None
         self.stats = {"published": 0, "delivered": 0, "acked": 0}
+        # Half messages held for this queue (engine/half.py): invisible, counted apart.
+        self.half = 0
         self.touch()
 
     # ------------------------------------------------------------------ counts

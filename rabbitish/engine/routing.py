@@ -13,6 +13,7 @@ from rabbitish.engine.dead_letter import dead_message, header_routes, is_cycle
 from rabbitish.engine.errors import access_refused, not_found, precondition_failed
 from rabbitish.engine.exchanges.base import Exchange
 from rabbitish.engine.exchanges.registry import DefaultExchange
+from rabbitish.engine.half import HALF_MARK, TXN_EXCHANGE, Effect, HalfRegistry
 from rabbitish.engine.journal import Journal
 from rabbitish.engine.message import Message, QueueEntry
 from rabbitish.engine.queue import Queue
@@ -37,6 +38,7 @@ class Router:
     exchanges: dict[str, Exchange]
     queues: dict[str, Queue]
     journal: Journal
+    half: HalfRegistry
     # Direct reply-to: pseudo-queue name -> deliver function of the consuming channel.
     reply_to_targets: dict[str, Callable[[Message], None]]
 
@@ -55,9 +57,11 @@ class Router:
         """The one publish entry point of every front end: routing (CC/BCC, exchange-to-exchange
         bindings, alternate exchanges), direct reply-to, x-overflow reject-publish and the
         mandatory outcome. In a transaction the queues are resolved now and the work is staged;
-        a mandatory return then happens at commit."""
+        a mandatory return then happens at commit. A half message (x-half-txn) is routed, then
+        held invisible; a publish to amq.rabbitish.txn decides one (engine/half.py)."""
         if isinstance(exchange, str):
             exchange = self.publish_exchange(exchange)
+        effect: Effect | None = None
         if is_reply_to_address(exchange.name, routing_key):
             # The reply is handed over at once, even in a transaction, and never counts as
             # routed, so a mandatory reply comes back as basic.return (RabbitMQ 3.10 does so).
@@ -68,10 +72,18 @@ class Router:
                 check_decodable(routing_key)
             queues: list[Queue] = []
         else:
-            queues = self.route(exchange, routing_key, message)
+            if exchange.name == TXN_EXCHANGE or HALF_MARK in message.raw_properties:
+                effect = self.half.effect_for(exchange.name, routing_key, message)
+            if effect is not None and effect.decides:
+                queues = []  # a decision is for the broker: it never reaches a queue
+            else:
+                queues = self.route(exchange, routing_key, message)
         if tx is not None:
-            tx.stage_publish(message, queues, mandatory)
+            tx.stage_publish(message, queues, mandatory, effect)
             return PublishResult(bool(queues), True, False)
+        if effect is not None:
+            routed = effect.apply(message, queues, None)
+            return PublishResult(routed, True, mandatory and not routed)
         accepted = True
         for queue in queues:
             if not queue.enqueue(message):

@@ -1,6 +1,5 @@
-"""One transaction model for every front end. A 0-9-1 channel after tx.select, a 1.0 txn-id and
-(later) a prepared half-message transaction are all a `Transaction` in the node's
-`TransactionRegistry`, with an id, an owner and a state:
+"""One transaction model for every front end. A 0-9-1 channel after tx.select and a 1.0 txn-id
+are both a `Transaction` in the node's `TransactionRegistry`, with an id, an owner and a state:
 
     active -> prepared -> committed | rolled back      (active -> committed | rolled back too)
 
@@ -9,7 +8,9 @@ settlements of deliveries (which stay outstanding on their queues, holding their
 credit, until commit), and acquisitions (deliveries made under the transaction, released back in
 place on rollback). Commit first checks everything that can fail, then applies publishes in order
 and then settlements, with delivery to consumers held until the whole commit is applied, so no
-consumer on any queue sees part of a commit and a refused commit changes nothing."""
+consumer on any queue sees part of a commit and a refused commit changes nothing. Half messages
+and their decisions (engine/half.py) are staged publishes with an effect, applied in their place
+by the commit under the same hold."""
 
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ from typing import Any
 
 from rabbitish.engine.delivery import Delivery, Outcome, settle
 from rabbitish.engine.errors import precondition_failed
+from rabbitish.engine.half import Effect
 from rabbitish.engine.message import Message
 from rabbitish.engine.queue import Queue
 
@@ -40,6 +42,7 @@ class StagedPublish:
     message: Message
     queues: list[Queue]
     mandatory: bool
+    effect: Effect | None = None  # a half message or a decision (engine/half.py)
 
 
 @dataclass(slots=True)
@@ -98,10 +101,16 @@ class Transaction:
         if self.state not in states:
             raise precondition_failed(f"transaction {self.id} is {self.state.value}")
 
-    def stage_publish(self, message: Message, queues: list[Queue], mandatory: bool) -> None:
+    def stage_publish(
+        self,
+        message: Message,
+        queues: list[Queue],
+        mandatory: bool,
+        effect: Effect | None = None,
+    ) -> None:
         if self.state is not TxState.ACTIVE:
             self._require(TxState.ACTIVE)
-        self.publishes.append(StagedPublish(message, queues, mandatory))
+        self.publishes.append(StagedPublish(message, queues, mandatory, effect))
 
     def stage_settle(
         self,
@@ -127,8 +136,8 @@ class Transaction:
         x-overflow reject-publish that would refuse a staged publish refuses the commit."""
         room: dict[int, list[int]] = {}  # queue -> [messages, bytes] as the commit would leave it
         for staged in self.publishes:
-            if not staged.queues:
-                continue
+            if not staged.queues or staged.effect is not None:
+                continue  # half messages are held, not enqueued
             size = staged.message.size
             for queue in staged.queues:
                 if queue.deleted or not queue.args.rejects_overflow:
@@ -156,6 +165,11 @@ class Transaction:
         touched: dict[int, Queue] = {}  # queues held (no deliveries) until all is applied
         try:
             for staged in self.publishes:
+                if staged.effect is not None:
+                    routed = staged.effect.apply(staged.message, staged.queues, touched)
+                    if not routed and staged.mandatory:
+                        result.returned.append(staged.message)
+                    continue
                 if not staged.queues and staged.mandatory:
                     result.returned.append(staged.message)
                 for queue in staged.queues:

@@ -19,6 +19,7 @@ from rabbitish.engine.errors import (
 )
 from rabbitish.engine.exchanges.base import Binding, Exchange, freeze
 from rabbitish.engine.exchanges.registry import DefaultExchange, exchange_type
+from rabbitish.engine.half import TXN_EXCHANGE, DecisionExchange, HalfRegistry, HalfSettings
 from rabbitish.engine.journal import Journal, NullJournal
 from rabbitish.engine.message import Message
 from rabbitish.engine.queue import Queue
@@ -42,7 +43,13 @@ DEFAULT_EXCHANGE_DENIED = "operation not permitted on the default exchange"
 
 
 class VirtualHost(Router):
-    def __init__(self, name: str, scheduler: Scheduler, journal: Journal | None = None) -> None:
+    def __init__(
+        self,
+        name: str,
+        scheduler: Scheduler,
+        journal: Journal | None = None,
+        half_settings: HalfSettings | None = None,
+    ) -> None:
         self.name = name
         self.scheduler = scheduler
         self.journal: Journal = journal or NullJournal()
@@ -55,6 +62,8 @@ class VirtualHost(Router):
         self.exchanges[""] = DefaultExchange(self.name, self.queues)
         for name_, type_ in PREDECLARED:
             self.exchanges[name_] = exchange_type(type_)(self.name, name_, durable=True)
+        self.exchanges[TXN_EXCHANGE] = DecisionExchange(self.name, TXN_EXCHANGE, durable=True)
+        self.half = HalfRegistry(self, half_settings or HalfSettings())
 
     # ------------------------------------------------------------------ naming
     def rs(self, kind: str, name: str) -> str:

@@ -28,6 +28,7 @@ from rabbitish.store.pager import KEEP_IN_MEMORY, Pager
 
 if TYPE_CHECKING:
     from rabbitish.engine.exchanges.base import Binding, Exchange
+    from rabbitish.engine.half import HalfTxn
     from rabbitish.engine.message import Message, QueueEntry
     from rabbitish.engine.queue import Queue
 
@@ -44,11 +45,24 @@ _INSERT_QM = (
     "VALUES (?, ?, ?, ?, ?, ?)"
 )
 _DELETE_QM = "DELETE FROM queue_messages WHERE vhost = ? AND queue = ? AND seq = ?"
+# A message row goes when no queue and no held half message refers to it any more.
 _DELETE_ORPHAN = (
     "DELETE FROM messages WHERE id = ? AND NOT EXISTS "
-    "(SELECT 1 FROM queue_messages WHERE message_id = ?)"
+    "(SELECT 1 FROM queue_messages WHERE message_id = ?) AND NOT EXISTS "
+    "(SELECT 1 FROM half_messages WHERE message_id = ?)"
 )
-_DELETE_ALL_ORPHANS = "DELETE FROM messages WHERE id NOT IN (SELECT message_id FROM queue_messages)"
+_DELETE_ALL_ORPHANS = (
+    "DELETE FROM messages WHERE id NOT IN (SELECT message_id FROM queue_messages) "
+    "AND id NOT IN (SELECT message_id FROM half_messages)"
+)
+_INSERT_HALF = (
+    "INSERT OR REPLACE INTO half_messages (vhost, txn_id, ord, queue, message_id) "
+    "VALUES (?, ?, ?, ?, ?)"
+)
+_SAVE_HALF_TXN = (
+    "INSERT OR REPLACE INTO half_txns (vhost, id, created_at, check_queue, immunity, "
+    "checks_sent, last_check_at) VALUES (?, ?, ?, ?, ?, ?, ?)"
+)
 _MARK_DELIVERED = (
     "UPDATE queue_messages SET delivered = 1 WHERE vhost = ? AND queue = ? AND seq = ?"
 )
@@ -212,6 +226,7 @@ class SqliteJournal:
             self._op(
                 "DELETE FROM queue_messages WHERE vhost = ? AND queue = ?", (vhost, queue.name)
             )
+            self._op("DELETE FROM half_messages WHERE vhost = ? AND queue = ?", (vhost, queue.name))
             self._op(_DELETE_ALL_ORPHANS, ())
 
     def binding_added(self, binding: Binding) -> None:
@@ -245,10 +260,7 @@ class SqliteJournal:
             )
 
     # ------------------------------------------------------------------ messages
-    def message_enqueued(self, queue: Queue, entry: QueueEntry) -> None:
-        message = entry.message
-        if not (queue.durable and message.persistent):
-            return
+    def _message_row(self, message: Message) -> None:
         self._op(
             _INSERT_MESSAGE,
             (
@@ -261,6 +273,12 @@ class SqliteJournal:
                 message.expiration_ms,
             ),
         )
+
+    def message_enqueued(self, queue: Queue, entry: QueueEntry) -> None:
+        message = entry.message
+        if not (queue.durable and message.persistent):
+            return
+        self._message_row(message)
         expires = None
         if entry.expires_at is not None:
             expires = time.time() + (entry.expires_at - self.clock())
@@ -282,8 +300,42 @@ class SqliteJournal:
         message = entry.message
         if queue.durable and message.persistent:
             self._op(_DELETE_QM, (queue.vhost.name, queue.name, entry.seq))
-            self._op(_DELETE_ORPHAN, (message.id, message.id))
+            self._op(_DELETE_ORPHAN, (message.id, message.id, message.id))
 
     def message_delivered(self, queue: Queue, entry: QueueEntry) -> None:
         if queue.durable and entry.message.persistent:
             self._op(_MARK_DELIVERED, (queue.vhost.name, queue.name, entry.seq))
+
+    # ------------------------------------------------------------------ half messages
+    def half_held(self, queue: Queue, message: Message, txn_id: str, ord_: int) -> None:
+        self._message_row(message)
+        self._op(_INSERT_HALF, (queue.vhost.name, txn_id, ord_, queue.name, message.id))
+
+    def half_txn_saved(self, vhost: str, txn: HalfTxn) -> None:
+        self._op(
+            _SAVE_HALF_TXN,
+            (
+                vhost,
+                txn.id,
+                txn.created_at,
+                txn.check_queue,
+                txn.immunity,
+                txn.checks_sent,
+                txn.last_check_at,
+            ),
+        )
+
+    def half_decided(self, vhost: str, txn: HalfTxn, commit: bool, forget: str | None) -> None:
+        """Runs after a commit's enqueues, in the same batch: the rows of the held messages go
+        and the message rows the queues now hold stay, all in one SQLite transaction."""
+        if txn.durable:
+            self._op("DELETE FROM half_messages WHERE vhost = ? AND txn_id = ?", (vhost, txn.id))
+            self._op("DELETE FROM half_txns WHERE vhost = ? AND id = ?", (vhost, txn.id))
+            for mid in sorted({message.id for _, message, _ in txn.entries}):
+                self._op(_DELETE_ORPHAN, (mid, mid, mid))
+        self._op(
+            "INSERT OR REPLACE INTO half_decisions (vhost, id, committed) VALUES (?, ?, ?)",
+            (vhost, txn.id, int(commit)),
+        )
+        if forget is not None:
+            self._op("DELETE FROM half_decisions WHERE vhost = ? AND id = ?", (vhost, forget))

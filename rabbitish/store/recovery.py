@@ -28,11 +28,37 @@ class RecoveryStats:
     queues: int = 0
     bindings: int = 0
     messages: int = 0
+    half_transactions: int = 0
     seconds: float = 0.0
 
 
 def _table(blob: bytes) -> dict:
     return decode.field_table(blob)[1] if blob else {}
+
+
+def stored_message(
+    mid: int,
+    exchange: str,
+    routing_key: str,
+    props: bytes,
+    body: bytes,
+    codec: PropertyCodec,
+    priority: int,
+    expiration_ms: int | None,
+) -> Message:
+    """A message read back from the store keeps its id (queue and half rows refer to it)."""
+    message = Message(
+        exchange,
+        routing_key,
+        bytes(props),
+        body,
+        codec,
+        persistent=True,
+        priority=priority,
+        expiration_ms=expiration_ms,
+    )
+    message.id = mid
+    return message
 
 
 def _load_bodies(conn: sqlite3.Connection, messages: dict[int, Message], ids: set[int]) -> None:
@@ -129,17 +155,9 @@ def recover(
             continue
         message = messages.get(mid)
         if message is None:
-            message = Message(
-                exchange,
-                routing_key,
-                bytes(props),
-                b"",
-                codec,
-                persistent=True,
-                priority=priority,
-                expiration_ms=expiration_ms,
+            message = stored_message(
+                mid, exchange, routing_key, props, b"", codec, priority, expiration_ms
             )
-            message.id = mid
             message.size = size
             message.loader = pager.load
             message.page_out()
@@ -158,8 +176,71 @@ def recover(
     for mid in wanted:
         pager.paged.pop(mid, None)
     bump_message_ids(max_id)
+    stats.half_transactions = recover_half(conn, node, codec)
     for vhost in node.vhosts.values():
         for queue in vhost.queues.values():
             queue.restored()
     stats.seconds = time.perf_counter() - started
     return stats
+
+
+def recover_half(conn: sqlite3.Connection, node: Node, codec: PropertyCodec) -> int:
+    """Undecided half transactions with their durable messages (bodies read now: they are
+    few and must all be ready for a commit) and their check-back state, then the remembered
+    decisions. A transaction none of whose messages came back is gone, as its transient
+    messages are; its row is dropped."""
+    held: dict[tuple[str, str], list] = {}
+    messages: dict[int, Message] = {}
+    max_id = 0
+    for (
+        vhost_name,
+        txn_id,
+        ord_,
+        queue_name,
+        mid,
+        exchange,
+        key,
+        props,
+        body,
+        prio,
+        exp,
+    ) in conn.execute(
+        "SELECT h.vhost, h.txn_id, h.ord, h.queue, m.id, m.exchange, m.routing_key, "
+        "m.properties, m.body, m.priority, m.expiration_ms "
+        "FROM half_messages h JOIN messages m ON m.id = h.message_id "
+        "ORDER BY h.vhost, h.txn_id, h.ord"
+    ):
+        vhost = node.vhosts.get(vhost_name)
+        queue = vhost.queues.get(queue_name) if vhost is not None else None
+        if queue is None:
+            continue
+        message = messages.get(mid)
+        if message is None:
+            message = stored_message(mid, exchange, key, props, bytes(body), codec, prio, exp)
+            messages[mid] = message
+            max_id = max(max_id, mid)
+        held.setdefault((vhost_name, txn_id), []).append((queue, message, ord_))
+    bump_message_ids(max_id)
+    restored = 0
+    rows = conn.execute(
+        "SELECT vhost, id, created_at, check_queue, immunity, checks_sent, last_check_at "
+        "FROM half_txns"
+    ).fetchall()
+    for vhost_name, txn_id, created_at, check_queue, immunity, checks_sent, last_check in rows:
+        entries = held.pop((vhost_name, txn_id), None)
+        if not entries:
+            conn.execute("DELETE FROM half_txns WHERE vhost = ? AND id = ?", (vhost_name, txn_id))
+            continue
+        node.vhosts[vhost_name].half.restore(
+            txn_id, created_at, check_queue, immunity, checks_sent, last_check, entries
+        )
+        restored += 1
+    if held:
+        log.warning("half messages without their transaction ignored: %d ids", len(held))
+    for vhost_name, txn_id, committed in conn.execute(
+        "SELECT vhost, id, committed FROM half_decisions ORDER BY rowid"
+    ):
+        vhost = node.vhosts.get(vhost_name)
+        if vhost is not None:
+            vhost.half.remember(txn_id, bool(committed))
+    return restored

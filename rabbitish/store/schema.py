@@ -8,11 +8,23 @@ import sqlite3
 from pathlib import Path
 from urllib.parse import quote
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 DB_NAME = "rabbitish.db"
 APPLICATION_ID = 0x52424954  # "RBIT": marks the file as ours in the SQLite header
 SQLITE_MAGIC = b"SQLite format 3\x00"
-TABLES = frozenset({"meta", "exchanges", "queues", "bindings", "messages", "queue_messages"})
+TABLES = frozenset(
+    {
+        "meta",
+        "exchanges",
+        "queues",
+        "bindings",
+        "messages",
+        "queue_messages",
+        "half_txns",
+        "half_messages",
+        "half_decisions",
+    }
+)
 
 DDL = """
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -44,6 +56,26 @@ CREATE TABLE queue_messages (
     PRIMARY KEY (vhost, queue, seq)
 ) WITHOUT ROWID;
 CREATE INDEX queue_messages_by_message ON queue_messages (message_id);
+"""
+
+# Version 2: half messages (engine/half.py). Undecided transactions with their check-back state
+# (wall-clock times), their durable held messages in publish order, and recent decisions.
+HALF_DDL = """
+CREATE TABLE half_txns (
+    vhost TEXT NOT NULL, id TEXT NOT NULL, created_at REAL NOT NULL, check_queue TEXT,
+    immunity REAL, checks_sent INTEGER NOT NULL, last_check_at REAL,
+    PRIMARY KEY (vhost, id)
+);
+CREATE TABLE half_messages (
+    vhost TEXT NOT NULL, txn_id TEXT NOT NULL, ord INTEGER NOT NULL, queue TEXT NOT NULL,
+    message_id INTEGER NOT NULL,
+    PRIMARY KEY (vhost, txn_id, ord)
+) WITHOUT ROWID;
+CREATE INDEX half_messages_by_message ON half_messages (message_id);
+CREATE TABLE half_decisions (
+    vhost TEXT NOT NULL, id TEXT NOT NULL, committed INTEGER NOT NULL,
+    PRIMARY KEY (vhost, id)
+);
 """
 
 MOVE_AWAY = "move it away or pass another --data-dir"
@@ -120,7 +152,7 @@ def _create(path: Path) -> None:
     try:
         conn.execute("PRAGMA synchronous=FULL")
         conn.executescript(
-            f"BEGIN; {DDL} PRAGMA application_id={APPLICATION_ID}; "
+            f"BEGIN; {DDL} {HALF_DDL} PRAGMA application_id={APPLICATION_ID}; "
             f"INSERT INTO meta VALUES ('schema_version', '{SCHEMA_VERSION}'); COMMIT;"
         )
         conn.execute("PRAGMA journal_mode=WAL")
@@ -212,5 +244,10 @@ def _one_line(text: str, limit: int = 200) -> str:
 
 
 def migrate(conn: sqlite3.Connection, version: int) -> None:
-    """Bring an older schema up to date. Version 1 is the first; later versions add steps."""
-    raise StoreError(f"schema version {version} is not one this rabbitish can migrate")
+    """Bring an older schema up to date, one version per step, each in one transaction."""
+    if version < 1:
+        raise StoreError(f"schema version {version} is not one this rabbitish can migrate")
+    if version < 2:
+        conn.executescript(
+            f"BEGIN; {HALF_DDL} UPDATE meta SET value = '2' WHERE key = 'schema_version'; COMMIT;"
+        )
