@@ -75,8 +75,10 @@ def _checks(vhost: VirtualHost) -> list[tuple[Any, Any, Any]]:
     while (delivery := vhost.queues["checks"].get(settled=True)) is not None:
         message = delivery.entry.message
         fields = CODEC.to_fields(message.raw_properties)
-        headers = fields["headers"]
-        got.append((headers["x-half-txn"], headers["x-check-count"], fields["correlation_id"]))
+        headers = fields["headers"]  # typed: FieldValue(kind, value)
+        half_id, count = headers["x-half-txn"], headers["x-check-count"]
+        assert half_id.kind == "longstr" and count.kind in ("long", "signedint")
+        got.append((half_id.value.decode(), count.value, fields["correlation_id"]))
     return got
 
 
