@@ -36,7 +36,7 @@ from rabbitish.bridge.links import ReceivingLink, outcome_of
 
 from rabbitish.engine.delivery import Delivery, Outcome, settle
 from rabbitish.engine.errors import AMQPError
-from rabbitish.engine.transactions import Transaction
+from rabbitish.engine.transactions import Transaction, TxState
 
 if TYPE_CHECKING:
     from rabbitish.bridge.connection import Connection10
@@ -172,7 +172,7 @@ class TransactionTable:
         return result.queues_touched > 0
 
     def rollback(self, declared: DeclaredTxn) -> None:
-        if declared.tx.state.value in ("active", "prepared"):
+        if declared.tx.state in (TxState.ACTIVE, TxState.PREPARED):
             declared.tx.rollback()  # releases acquisitions back in place
         self._finish(declared)
         for acquisition in declared.acquisitions:
