@@ -82,6 +82,7 @@ class AsyncTransactionProducer:
         self.channel: aio_pika.abc.AbstractChannel | None = None
         self._exchanges: dict[str, aio_pika.abc.AbstractExchange] = {}
         self._check_channel: aio_pika.abc.AbstractChannel | None = None
+        self._check_decisions: aio_pika.abc.AbstractExchange | None = None
 
     async def start(self) -> AsyncTransactionProducer:
         if isinstance(self._target, str):
@@ -93,8 +94,10 @@ class AsyncTransactionProducer:
         if self.checker is not None:
             self._check_channel = await self.connection.channel(publisher_confirms=True)
             queue = await self._check_channel.declare_queue(self.check_queue, durable=True)
-            decisions = await self._check_channel.get_exchange(TXN_EXCHANGE, ensure=False)
-            await queue.consume(lambda message: self._on_check(message, decisions))
+            self._check_decisions = await self._check_channel.get_exchange(
+                TXN_EXCHANGE, ensure=False
+            )
+            await queue.consume(self._on_check)
         return self
 
     async def _exchange(self, name: str) -> aio_pika.abc.AbstractExchange:
@@ -141,13 +144,9 @@ class AsyncTransactionProducer:
         """Commit or roll back `txn_id` (step 4 or 7) and wait until the broker has it durably."""
         await publish_decision(await self._exchange(TXN_EXCHANGE), txn_id, state, mandatory)
 
-    async def _on_check(
-        self,
-        message: aio_pika.abc.AbstractIncomingMessage,
-        decisions: aio_pika.abc.AbstractExchange,
-    ) -> None:
+    async def _on_check(self, message: aio_pika.abc.AbstractIncomingMessage) -> None:
         """Answer one status check (UNKNOWN, or a checker that raises: no answer)."""
-        assert self.checker is not None
+        assert self.checker is not None and self._check_decisions is not None
         txn_id = checked_id(message.headers)
         if txn_id is not None:
             try:
@@ -155,7 +154,7 @@ class AsyncTransactionProducer:
             except Exception:
                 log.exception("checker failed for half transaction %r", txn_id)
             else:
-                await publish_decision(decisions, txn_id, state, mandatory=False)
+                await publish_decision(self._check_decisions, txn_id, state, mandatory=False)
         await message.ack()
 
     async def close(self) -> None:
