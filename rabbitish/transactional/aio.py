@@ -12,28 +12,15 @@ import aio_pika
 import aio_pika.abc
 import aiormq
 
-from rabbitish.transactional.common import (
-    HALF_HEADER,
-    PERSISTENT,
-    TXN_EXCHANGE,
-    HalfTransactionError,
-    LocalTransactionState,
-    SendResult,
-    as_state,
-    body_list,
-    checked_id,
-    decision_key,
-    half_headers,
-    log,
-    new_id,
-)
+from rabbitish.transactional import common
+from rabbitish.transactional.common import LocalTransactionState, SendResult
 
 LocalTransaction = Callable[[str, Any], Any | Awaitable[Any]]
 Checker = Callable[[str], Any | Awaitable[Any]]
 
 
 async def _outcome(value: Any) -> LocalTransactionState:
-    return as_state(await value if inspect.isawaitable(value) else value)
+    return common.as_state(await value if inspect.isawaitable(value) else value)
 
 
 async def _published(
@@ -53,12 +40,12 @@ async def publish_decision(
 ) -> None:
     """Publish the decision for `state` (nothing for UNKNOWN) and wait for its confirm, sent
     once the decision is durable. Mandatory: an ID the broker does not hold raises."""
-    key = decision_key(state)
+    key = common.decision_key(state)
     if key is None:
         return
-    message = aio_pika.Message(b"", headers={HALF_HEADER: txn_id})
+    message = aio_pika.Message(b"", headers={common.HALF_HEADER: txn_id})
     if not await _published(exchange, message, key, mandatory):
-        raise HalfTransactionError(f"the broker holds no half transaction {txn_id!r}")
+        raise common.not_held(txn_id)
 
 
 class AsyncTransactionProducer:
@@ -95,7 +82,7 @@ class AsyncTransactionProducer:
             self._check_channel = await self.connection.channel(publisher_confirms=True)
             queue = await self._check_channel.declare_queue(self.check_queue, durable=True)
             self._check_decisions = await self._check_channel.get_exchange(
-                TXN_EXCHANGE, ensure=False
+                common.TXN_EXCHANGE, ensure=False
             )
             await queue.consume(self._on_check)
         return self
@@ -121,19 +108,17 @@ class AsyncTransactionProducer:
         `local_transaction(id, body)` and publish its outcome. `properties` are aio_pika.Message
         keyword arguments. A half message that reaches no queue rolls the ID back and raises
         HalfTransactionError; if the local transaction raises, nothing is decided."""
-        txn_id = new_id()
+        txn_id = common.new_id()
         fields = dict(properties or {})
-        fields["headers"] = half_headers(
+        fields["headers"] = common.half_headers(
             fields.get("headers"), txn_id, self.check_queue, self.check_immunity
         )
-        fields.setdefault("delivery_mode", PERSISTENT)
+        fields.setdefault("delivery_mode", common.PERSISTENT)
         target = await self._exchange(exchange)
-        for one in body_list(body):
+        for one in common.body_list(body):
             if not await _published(target, aio_pika.Message(one, **fields), routing_key, True):
                 await self.decide(txn_id, LocalTransactionState.ROLLBACK, mandatory=False)
-                raise HalfTransactionError(
-                    f"half message of {txn_id!r} reached no queue ({exchange!r}, {routing_key!r})"
-                )
+                raise common.unroutable(txn_id, exchange, routing_key)
         state = await _outcome(local_transaction(txn_id, body))
         await self.decide(txn_id, state)
         return SendResult(txn_id, state)
@@ -142,17 +127,17 @@ class AsyncTransactionProducer:
         self, txn_id: str, state: LocalTransactionState, mandatory: bool = True
     ) -> None:
         """Commit or roll back `txn_id` (step 4 or 7) and wait until the broker has it durably."""
-        await publish_decision(await self._exchange(TXN_EXCHANGE), txn_id, state, mandatory)
+        await publish_decision(await self._exchange(common.TXN_EXCHANGE), txn_id, state, mandatory)
 
     async def _on_check(self, message: aio_pika.abc.AbstractIncomingMessage) -> None:
         """Answer one status check (UNKNOWN, or a checker that raises: no answer)."""
         assert self.checker is not None and self._check_decisions is not None
-        txn_id = checked_id(message.headers)
+        txn_id = common.checked_id(message.headers)
         if txn_id is not None:
             try:
                 state = await _outcome(self.checker(txn_id))
             except Exception:
-                log.exception("checker failed for half transaction %r", txn_id)
+                common.log.exception("checker failed for half transaction %r", txn_id)
             else:
                 await publish_decision(self._check_decisions, txn_id, state, mandatory=False)
         await message.ack()

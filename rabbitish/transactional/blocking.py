@@ -13,21 +13,8 @@ import pika
 import pika.exceptions
 from pika.adapters.blocking_connection import BlockingChannel
 
-from rabbitish.transactional.common import (
-    HALF_HEADER,
-    PERSISTENT,
-    TXN_EXCHANGE,
-    HalfTransactionError,
-    LocalTransactionState,
-    SendResult,
-    as_state,
-    body_list,
-    checked_id,
-    decision_key,
-    half_headers,
-    log,
-    new_id,
-)
+from rabbitish.transactional import common
+from rabbitish.transactional.common import LocalTransactionState, SendResult
 
 LocalTransaction = Callable[[str, Any], Any]  # (id, body) -> LocalTransactionState
 Checker = Callable[[str], Any]  # id -> LocalTransactionState
@@ -44,14 +31,14 @@ def publish_decision(
     """Publish the decision for `state` (nothing for UNKNOWN) and wait for its confirm, which
     the broker sends once the decision is durable. Mandatory: an ID the broker does not hold
     raises HalfTransactionError."""
-    key = decision_key(state)
+    key = common.decision_key(state)
     if key is None:
         return
-    props = pika.BasicProperties(headers={HALF_HEADER: txn_id})
+    props = pika.BasicProperties(headers={common.HALF_HEADER: txn_id})
     try:
-        channel.basic_publish(TXN_EXCHANGE, key, b"", props, mandatory=mandatory)
+        channel.basic_publish(common.TXN_EXCHANGE, key, b"", props, mandatory=mandatory)
     except pika.exceptions.UnroutableError:
-        raise HalfTransactionError(f"the broker holds no half transaction {txn_id!r}") from None
+        raise common.not_held(txn_id) from None
 
 
 class TransactionProducer:
@@ -95,20 +82,20 @@ class TransactionProducer:
         `local_transaction(id, body)` and publish its outcome. A half message that reaches no
         queue rolls the ID back and raises HalfTransactionError before the local transaction
         runs. If the local transaction raises, nothing is decided: the status check will ask."""
-        txn_id = new_id()
+        txn_id = common.new_id()
         props = copy.copy(properties) if properties is not None else pika.BasicProperties()
-        props.headers = half_headers(props.headers, txn_id, self.check_queue, self.check_immunity)
+        props.headers = common.half_headers(
+            props.headers, txn_id, self.check_queue, self.check_immunity
+        )
         if props.delivery_mode is None:
-            props.delivery_mode = PERSISTENT
-        for one in body_list(body):
+            props.delivery_mode = common.PERSISTENT
+        for one in common.body_list(body):
             try:
                 self.channel.basic_publish(exchange, routing_key, one, props, mandatory=True)
             except pika.exceptions.UnroutableError:
                 self.decide(txn_id, LocalTransactionState.ROLLBACK, mandatory=False)
-                raise HalfTransactionError(
-                    f"half message of {txn_id!r} reached no queue ({exchange!r}, {routing_key!r})"
-                ) from None
-        state = as_state(local_transaction(txn_id, body))
+                raise common.unroutable(txn_id, exchange, routing_key) from None
+        state = common.as_state(local_transaction(txn_id, body))
         self.decide(txn_id, state)
         return SendResult(txn_id, state)
 
@@ -167,18 +154,18 @@ class _CheckConsumer:
         try:
             self.channel.start_consuming()
         except pika.exceptions.AMQPError:
-            log.exception("status check consumer on %r stopped", self.queue)
+            common.log.exception("status check consumer on %r stopped", self.queue)
         finally:
             if self.connection.is_open:
                 self.connection.close()
 
     def _on_check(self, channel: BlockingChannel, method: Any, props: Any, body: bytes) -> None:
-        txn_id = checked_id(props.headers)
+        txn_id = common.checked_id(props.headers)
         if txn_id is not None:
             try:
-                state = as_state(self.checker(txn_id))
+                state = common.as_state(self.checker(txn_id))
             except Exception:
-                log.exception("checker failed for half transaction %r", txn_id)
+                common.log.exception("checker failed for half transaction %r", txn_id)
             else:
                 publish_decision(channel, txn_id, state, mandatory=False)
         channel.basic_ack(method.delivery_tag)

@@ -35,6 +35,8 @@ __all__ = [
     "half_headers",
     "log",
     "new_id",
+    "not_held",
+    "unroutable",
 ]
 
 log = logging.getLogger("rabbitish.transactional")
@@ -53,6 +55,16 @@ class LocalTransactionState(enum.Enum):
 class HalfTransactionError(Exception):
     """The broker did not take a half message or a decision (it reached no queue, or the ID
     is no longer held, e.g. rolled back after its last status check)."""
+
+
+def not_held(txn_id: str) -> HalfTransactionError:
+    return HalfTransactionError(f"the broker holds no half transaction {txn_id!r}")
+
+
+def unroutable(txn_id: str, exchange: str, routing_key: str) -> HalfTransactionError:
+    return HalfTransactionError(
+        f"half message of {txn_id!r} reached no queue ({exchange!r}, {routing_key!r})"
+    )
 
 
 @dataclass(frozen=True)

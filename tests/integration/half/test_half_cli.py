@@ -7,13 +7,13 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
-import pika
 import pytest
 from rabbitish.cli.commands import cli
 from typer.testing import CliRunner
 
 from rabbitish.app import Broker
 from rabbitish.testing import management_url, running_broker
+from tests.support.clients import pika_channel
 from tests.support.half import half, ready
 
 
@@ -30,11 +30,9 @@ def url(broker: Broker) -> str:
 
 @pytest.fixture
 def channel(broker: Broker) -> Iterator[Any]:
-    conn = pika.BlockingConnection(pika.URLParameters(broker.url))
-    ch = conn.channel()
-    ch.confirm_delivery()
-    yield ch
-    conn.close()
+    with pika_channel(broker.url) as ch:
+        ch.confirm_delivery()
+        yield ch
 
 
 def run(*args: str) -> Any:

@@ -18,7 +18,7 @@ from rabbitish.transactional import (
     LocalTransactionState,
     TransactionProducer,
 )
-from tests.support.clients import blocking_connection
+from tests.support.clients import pika_channel
 from tests.support.waiting import wait_until
 
 COMMIT, ROLLBACK, UNKNOWN = (
@@ -42,9 +42,8 @@ def broker() -> Iterator[Broker]:
 
 @pytest.fixture
 def channel(broker) -> Iterator[Any]:
-    conn = blocking_connection(broker.url)
-    yield conn.channel()
-    conn.close()
+    with pika_channel(broker.url) as ch:
+        yield ch
 
 
 def held(broker: Broker, txn_id: str) -> Any:

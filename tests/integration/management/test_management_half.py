@@ -7,12 +7,12 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-import pika
 import pytest
 
 from rabbitish.app import Broker
 from rabbitish.engine.auth import User
 from rabbitish.testing import call_in_loop, running_broker
+from tests.support.clients import pika_channel
 from tests.support.half import half, ready
 from tests.support.management import NOT_FOUND, Api
 
@@ -31,11 +31,9 @@ def api(broker: Broker) -> Api:
 
 @pytest.fixture
 def channel(broker: Broker) -> Iterator[Any]:
-    conn = pika.BlockingConnection(pika.URLParameters(broker.url))
-    ch = conn.channel()
-    ch.confirm_delivery()
-    yield ch
-    conn.close()
+    with pika_channel(broker.url) as ch:
+        ch.confirm_delivery()
+        yield ch
 
 
 def _hold(ch: Any, txn: str, queues: list[str], count: int = 1, **headers: Any) -> None:
