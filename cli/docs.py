@@ -68,7 +68,9 @@ def _usage(argument: Any) -> str:
 
 
 def _command(name: str, command: Any) -> str:
-    usage = " ".join(["[OPTIONS]", *(_usage(p) for p in command.params if not _is_option(p))])
+    arguments = [_usage(p) for p in command.params if not _is_option(p)]
+    subcommands = ["[COMMAND]"] if hasattr(command, "list_commands") else []
+    usage = " ".join(["[OPTIONS]", *arguments, *subcommands])
     lines = [f"## `rabbitish {name}`", "", (command.help or "").strip(), ""]
     lines += ["```", f"rabbitish {name} {usage}".rstrip(), "```", ""]
     params = [p for p in command.params if p.name != "help"]
@@ -79,17 +81,26 @@ def _command(name: str, command: Any) -> str:
     return "\n".join(lines)
 
 
+def _sections(group: Any, context: Any, prefix: str) -> list[str]:
+    """Each command of `group`, then (for a command group such as `tx`) its subcommands."""
+    sections = []
+    for name in group.list_commands(context):
+        command = group.get_command(context, name)
+        assert command is not None
+        sections.append(_command(prefix + name, command))
+        if hasattr(command, "list_commands"):
+            inner = command.context_class(command, info_name=name, parent=context)
+            sections += _sections(command, inner, f"{prefix}{name} ")
+    return sections
+
+
 def render() -> str:
     from rabbitish.cli.commands import cli
 
     # typer's click (vendored in recent typer) is reached through the objects, not imported
     group: Any = typer.main.get_command(cli)
     root = group.context_class(group, info_name="rabbitish")
-    sections = [INTRO]
-    for name in group.list_commands(root):
-        command = group.get_command(root, name)
-        assert command is not None
-        sections.append(_command(name, command))
+    sections = [INTRO, *_sections(group, root, "")]
     return "\n".join(sections).rstrip() + "\n"
 
 

@@ -174,6 +174,32 @@ def transactions_table(transactions: list[dict[str, Any]]) -> Table:
     return table
 
 
+def half_transactions_table(transactions: list[dict[str, Any]]) -> Table:
+    table = _table(
+        "Half transactions (prepared, awaiting a decision)",
+        [
+            ("id", "left"),
+            ("vhost", "left"),
+            ("messages", "right"),
+            ("queues", "left"),
+            ("age", "right"),
+            ("checks sent", "right"),
+            ("check queue", "left"),
+        ],
+    )
+    for txn in transactions:
+        table.add_row(
+            txn.get("id") or "",
+            txn.get("vhost") or "",
+            str(txn.get("messages", 0)),
+            ", ".join(txn.get("queues") or []),
+            f"{txn.get('age_seconds', 0):.1f}s",
+            str(txn.get("checks_sent", 0)),
+            txn.get("check_queue") or "",
+        )
+    return table
+
+
 def channels_table(channels: list[dict[str, Any]], title: str = "Channels") -> Table:
     table = _table(
         title,

@@ -1,6 +1,7 @@
 """The management API's client-side resources: connections of every protocol, their channels
 (0-9-1 channels and AMQP 1.0 sessions), 1.0 sessions with their links, consumers and open
-transactions, all read from the front ends' neutral views. `Api` builds on this class, which
+transactions, all read from the front ends' neutral views, and the half transactions the vhosts
+hold. `Api` builds on this class, which
 also holds the vhost lookups every resource shares."""
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ import time
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
-from rabbitish.management import sessions
+from rabbitish.management import half, sessions
 from rabbitish.management.errors import bad_request, not_found
 
 if TYPE_CHECKING:
@@ -152,6 +153,22 @@ class ClientsApi:
     def list_transactions(self, user: User, vhost: str | None = None) -> list[dict[str, Any]]:
         """Open transactions of the connections the user may see, oldest first."""
         return sessions.transactions_json(self._views(user, vhost), time.time())
+
+    def list_half_transactions(self, user: User, vhost: str | None = None) -> list[dict[str, Any]]:
+        """Undecided half transactions of the vhosts the user may use, oldest first."""
+        now = time.time()
+        found = [
+            half.half_json(view, now) for v in self.vhosts(user, vhost) for view in v.half.list()
+        ]
+        return sorted(found, key=lambda t: t["created_at"])
+
+    async def decide_half(self, user: User, vhost: str, txn_id: str, commit: bool) -> Any:
+        """Commit or roll back one half transaction (404 for an unknown vhost or id), once
+        durable."""
+        decided = await half.decide(self.vhost(user, vhost), txn_id, commit)
+        if decided is None:
+            raise not_found()
+        return decided
 
     def list_consumers(self, user: User, vhost: str | None = None) -> list[dict[str, Any]]:
         known = self._endpoints()

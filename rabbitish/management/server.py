@@ -175,6 +175,14 @@ class ManagementServer:
             "/api/transactions/{vhost}",
             self._list(lambda r, u: a.list_transactions(u, r["vhost"])),
         )
+        get("/api/half-transactions", self._list(lambda r, u: a.list_half_transactions(u)))
+        get(
+            "/api/half-transactions/{vhost}",
+            self._list(lambda r, u: a.list_half_transactions(u, r["vhost"])),
+        )
+        app.router.add_post(
+            "/api/half-transactions/{vhost}/{id}/{decision:commit|rollback}", self._decide_half
+        )
         get("/api/links", self._list(lambda r, u: a.list_links(u)))
         get("/api/links/{vhost}", self._list(lambda r, u: a.list_links(u, r["vhost"])))
         for check in ("alarms", "local-alarms"):
@@ -243,6 +251,11 @@ class ManagementServer:
         info = request.match_info
         self.api.delete_binding(request["user"], *_binding_path(info), info["props"])
         return web.Response(status=204)
+
+    async def _decide_half(self, request: web.Request) -> web.StreamResponse:
+        info = request.match_info
+        commit = info["decision"] == "commit"
+        return _json(await self.api.decide_half(request["user"], info["vhost"], info["id"], commit))
 
     async def _close_connection(self, request: web.Request) -> web.StreamResponse:
         reason = request.headers.get("X-Reason")

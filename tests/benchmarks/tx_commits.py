@@ -11,17 +11,24 @@ from __future__ import annotations
 
 import argparse
 import time
+import uuid
 
 import pika
 
 from tests.support.broker_process import BrokerProcess
 
 
-def run_case(url: str, per_commit: int, seconds: float, persistent: bool) -> tuple[int, float]:
-    """Commit batches of `per_commit` messages for about `seconds`; returns (commits, elapsed)."""
+def run_case(
+    url: str, per_commit: int, seconds: float, persistent: bool, durable: bool = False
+) -> tuple[int, float]:
+    """Commit batches of `per_commit` messages for about `seconds`; returns (commits, elapsed).
+    `durable`: on a durable queue (deleted afterwards), so persistent messages reach the disk."""
     conn = pika.BlockingConnection(pika.URLParameters(url))
     ch = conn.channel()
-    queue = ch.queue_declare("", exclusive=True).method.queue
+    if durable:
+        queue = ch.queue_declare(f"bench-tx-{uuid.uuid4().hex}", durable=True).method.queue
+    else:
+        queue = ch.queue_declare("", exclusive=True).method.queue
     ch.tx_select()
     props = pika.BasicProperties(delivery_mode=2 if persistent else 1)
     body = b"x" * 100
@@ -36,6 +43,8 @@ def run_case(url: str, per_commit: int, seconds: float, persistent: bool) -> tup
         if commits % 50 == 0:
             ch.queue_purge(queue)
     elapsed = time.perf_counter() - start
+    if durable:
+        ch.queue_delete(queue)
     conn.close()
     return commits, elapsed
 
