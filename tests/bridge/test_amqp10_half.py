@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from rabbitish.testing import call_in_loop, running_broker
 from tests.support.amqp10 import proton_url
 from tests.support.clients import pika_channel
 from tests.support.half import bodies, ready
@@ -12,6 +13,18 @@ from tests.support.half import bodies, ready
 proton = pytest.importorskip("proton", reason="python-qpid-proton is not installed")
 from proton import Message  # noqa: E402
 from proton.utils import BlockingConnection  # noqa: E402
+
+from tests.support.proton_tx import Controller  # noqa: E402
+
+
+@pytest.fixture
+def held(rabbitish_broker):
+    """The undecided half transactions of the default vhost, read on the broker's loop."""
+
+    def read(_url: str) -> list:
+        return call_in_loop(rabbitish_broker, lambda: rabbitish_broker.node.vhosts["/"].half.list())
+
+    return read
 
 
 def test_a_1_0_client_publishes_half_messages_and_commits_them(broker_url, uid):
@@ -29,3 +42,67 @@ def test_a_1_0_client_publishes_half_messages_and_commits_them(broker_url, uid):
         conn.close()
     with pika_channel(broker_url) as ch:
         assert bodies(ch, uid) == [b"0", b"1"]
+
+
+def test_a_1_0_rollback_discards_the_half_messages(broker_url, uid):
+    conn = BlockingConnection(proton_url(broker_url), timeout=5)
+    try:
+        sender = conn.create_sender(f"/queue/{uid}")
+        sender.send(Message(body=b"never", properties={"x-half-txn": uid}, inferred=True))
+        decision = conn.create_sender("/exchange/amq.rabbitish.txn/rollback")
+        decision.send(Message(body=b"", properties={"x-half-txn": uid}, inferred=True))
+        sender.send(Message(body=b"plain", inferred=True))
+    finally:
+        conn.close()
+    with pika_channel(broker_url) as ch:
+        assert bodies(ch, uid) == [b"plain"]
+
+
+def test_half_publishes_in_a_1_0_transaction_are_held_from_its_discharge(broker_url, uid, held):
+    """Posted in a coordinator transaction: nothing is held until the discharge commits, then
+    the messages are half (still invisible) until the decision."""
+    conn = BlockingConnection(proton_url(broker_url), timeout=5)
+    try:
+        sender = conn.create_sender(f"/queue/{uid}")
+        controller = Controller()
+        txn = conn.container.declare_transaction(conn.conn, handler=controller)
+        conn.wait(lambda: controller.events, msg="declare")
+        message = Message(body=b"in txn", properties={"x-half-txn": uid}, inferred=True)
+        delivery = txn.send(sender.link, message)
+        conn.wait(lambda: delivery.remote_state, msg="transactional send")
+        assert [v.id for v in held(broker_url)] == []  # staged, not yet half
+        controller.events.clear()
+        txn.commit()
+        conn.wait(lambda: controller.events, msg="discharge")
+        assert controller.events == ["committed"]
+        assert [v.id for v in held(broker_url)] == [uid]
+        with pika_channel(broker_url) as ch:
+            assert ready(ch, uid) == 0
+        decision = conn.create_sender("/exchange/amq.rabbitish.txn/commit")
+        decision.send(Message(body=b"", properties={"x-half-txn": uid}, inferred=True))
+    finally:
+        conn.close()
+    with pika_channel(broker_url) as ch:
+        assert bodies(ch, uid) == [b"in txn"]
+
+
+def test_a_1_0_receiver_reads_check_messages(uid):
+    with running_broker(half_check_interval=0.05, half_check_max=100) as broker:
+        conn = BlockingConnection(proton_url(broker.url), timeout=5)
+        try:
+            checks = f"{uid}-checks"
+            receiver = conn.create_receiver(f"/queue/{checks}", credit=1)
+            sender = conn.create_sender(f"/queue/{uid}")
+            props = {"x-half-txn": uid, "x-check-queue": checks, "x-check-immunity": 0}
+            sender.send(Message(body=b"job", properties=props, inferred=True))
+            check = receiver.receive(timeout=5)
+            receiver.accept()
+            assert check.properties["x-half-txn"] == uid
+            assert check.properties["x-check-count"] == 1
+            assert check.correlation_id == uid
+            decision = conn.create_sender("/exchange/amq.rabbitish.txn/commit")
+            decision.send(Message(body=b"", properties={"x-half-txn": uid}, inferred=True))
+        finally:
+            conn.close()
+        with pika_channel(broker.url) as ch:
+            assert bodies(ch, uid) == [b"job"]

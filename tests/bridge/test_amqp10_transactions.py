@@ -10,31 +10,9 @@ from tests.support.raw_amqp import host_port
 
 proton = pytest.importorskip("proton", reason="python-qpid-proton is not installed")
 from proton import Delivery, Message  # noqa: E402
-from proton.handlers import TransactionHandler  # noqa: E402
 from proton.utils import BlockingConnection  # noqa: E402
 
-
-class Controller(TransactionHandler):
-    """Records what proton's transaction controller reports."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.events: list[str] = []
-
-    def on_transaction_declared(self, event) -> None:
-        self.events.append("declared")
-
-    def on_transaction_declare_failed(self, event) -> None:
-        self.events.append("declare failed")
-
-    def on_transaction_committed(self, event) -> None:
-        self.events.append("committed")
-
-    def on_transaction_commit_failed(self, event) -> None:
-        self.events.append("commit failed")
-
-    def on_transaction_aborted(self, event) -> None:
-        self.events.append("aborted")
+from tests.support.proton_tx import Controller  # noqa: E402
 
 
 class Client:
