@@ -17,6 +17,19 @@ from proton.utils import BlockingConnection  # noqa: E402
 from tests.support.proton_tx import Controller  # noqa: E402
 
 
+def decide(conn: BlockingConnection, txn: str, outcome: str) -> None:
+    """The decision, sent by a 1.0 client to /exchange/amq.rabbitish.txn/OUTCOME."""
+    decision = conn.create_sender(f"/exchange/amq.rabbitish.txn/{outcome}")
+    decision.send(Message(body=b"", properties={"x-half-txn": txn}, inferred=True))
+
+
+def commit_when_still_held(conn: BlockingConnection, url: str, txn: str) -> None:
+    """Nothing of `txn` is visible yet; then the commit decision."""
+    with pika_channel(url) as ch:
+        assert ready(ch, txn) == 0
+    decide(conn, txn, "commit")
+
+
 @pytest.fixture
 def held(rabbitish_broker):
     """The undecided half transactions of the default vhost, read on the broker's loop."""
@@ -34,10 +47,7 @@ def test_a_1_0_client_publishes_half_messages_and_commits_them(broker_url, uid):
         for n in range(2):
             props = {"x-half-txn": uid}
             sender.send(Message(body=str(n).encode(), properties=props, inferred=True))
-        with pika_channel(broker_url) as ch:
-            assert ready(ch, uid) == 0
-        decision = conn.create_sender("/exchange/amq.rabbitish.txn/commit")
-        decision.send(Message(body=b"", properties={"x-half-txn": uid}, inferred=True))
+        commit_when_still_held(conn, broker_url, uid)
     finally:
         conn.close()
     with pika_channel(broker_url) as ch:
@@ -49,8 +59,7 @@ def test_a_1_0_rollback_discards_the_half_messages(broker_url, uid):
     try:
         sender = conn.create_sender(f"/queue/{uid}")
         sender.send(Message(body=b"never", properties={"x-half-txn": uid}, inferred=True))
-        decision = conn.create_sender("/exchange/amq.rabbitish.txn/rollback")
-        decision.send(Message(body=b"", properties={"x-half-txn": uid}, inferred=True))
+        decide(conn, uid, "rollback")
         sender.send(Message(body=b"plain", inferred=True))
     finally:
         conn.close()
@@ -76,10 +85,7 @@ def test_half_publishes_in_a_1_0_transaction_are_held_from_its_discharge(broker_
         conn.wait(lambda: controller.events, msg="discharge")
         assert controller.events == ["committed"]
         assert [v.id for v in held(broker_url)] == [uid]
-        with pika_channel(broker_url) as ch:
-            assert ready(ch, uid) == 0
-        decision = conn.create_sender("/exchange/amq.rabbitish.txn/commit")
-        decision.send(Message(body=b"", properties={"x-half-txn": uid}, inferred=True))
+        commit_when_still_held(conn, broker_url, uid)
     finally:
         conn.close()
     with pika_channel(broker_url) as ch:
