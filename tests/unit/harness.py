@@ -104,7 +104,12 @@ class HeldJournal(NullJournal):
     def message_enqueued(self, queue: Any, entry: Any) -> None:
         self.position += 1
 
-    def when_synced(self, position: int, callback: Callable[[], None]) -> None:
+    def when_synced(
+        self,
+        position: int,
+        callback: Callable[[], None],
+        failed: Callable[[str], None] | None = None,
+    ) -> None:
         self.waiting.append(callback)
 
     def release(self) -> None:
