@@ -15,6 +15,10 @@ if TYPE_CHECKING:
     from rabbitish.engine.queue import Queue
 
 
+Synced = Callable[[], None]
+Failed = Callable[[str], None]  # called with the reason the store could not write
+
+
 class Journal(Protocol):
     def exchange_declared(self, exchange: Exchange, arg_types: dict[str, str]) -> None: ...
 
@@ -54,12 +58,7 @@ class Journal(Protocol):
         """How many changes have been journaled so far."""
         ...
 
-    def when_synced(
-        self,
-        position: int,
-        callback: Callable[[], None],
-        failed: Callable[[str], None] | None = None,
-    ) -> None:
+    def when_synced(self, position: int, callback: Synced, failed: Failed | None = None) -> None:
         """Call `callback` once every change up to `position` is on disk (at once if it is), or
         `failed(reason)` if the write covering it failed."""
         ...
@@ -106,10 +105,5 @@ class NullJournal:
     def half_decided(self, vhost: str, txn: HalfTxn, commit: bool, forget: str | None) -> None:
         pass
 
-    def when_synced(
-        self,
-        position: int,
-        callback: Callable[[], None],
-        failed: Callable[[str], None] | None = None,
-    ) -> None:
+    def when_synced(self, position: int, callback: Synced, failed: Failed | None = None) -> None:
         callback()

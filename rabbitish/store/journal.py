@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 from pamqp import encode
 
 from rabbitish.engine.exchanges.base import freeze
+from rabbitish.engine.journal import Failed, Synced
 from rabbitish.store import ops
 from rabbitish.store.lock import DataDirLock
 from rabbitish.store.pager import KEEP_IN_MEMORY, Pager
@@ -42,7 +43,7 @@ log = logging.getLogger("rabbitish.store")
 
 RETRY_DELAY = 1.0  # seconds between attempts while writes fail
 
-Waiter = tuple[int, Callable[[], None], Callable[[str], None] | None]
+Waiter = tuple[int, Synced, Failed | None]
 
 
 def encode_table(table: dict[str, Any]) -> bytes:
@@ -118,12 +119,7 @@ class SqliteJournal:
             self.lock = None
 
     # ------------------------------------------------------------------ waiting
-    def when_synced(
-        self,
-        position: int,
-        callback: Callable[[], None],
-        failed: Callable[[str], None] | None = None,
-    ) -> None:
+    def when_synced(self, position: int, callback: Synced, failed: Failed | None = None) -> None:
         if position <= self.synced:
             callback()
         else:

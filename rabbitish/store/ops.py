@@ -18,6 +18,7 @@ if TYPE_CHECKING:
 
 Row = tuple[Any, ...]
 Key = tuple[str, str, int]  # vhost, queue, seq: one message's place in one queue
+Sql = tuple[str, ...]
 
 _INSERT_MESSAGE = (
     "INSERT OR IGNORE INTO messages (id, exchange, routing_key, properties, body, priority, "
@@ -87,7 +88,7 @@ class Statements:
     """A record written as its statements, in order, with its own fields as parameters."""
 
     __slots__ = ()
-    sql: ClassVar[tuple[str, ...]] = ()
+    sql: ClassVar[Sql] = ()
 
     def params(self) -> list[Row]:
         row = tuple(getattr(self, name) for name in self.__slots__)
@@ -109,9 +110,7 @@ class PutExchange(Statements):
     arguments: bytes
     arg_types: str
 
-    sql: ClassVar[tuple[str, ...]] = (
-        "INSERT OR REPLACE INTO exchanges VALUES (?, ?, ?, ?, ?, ?, ?)",
-    )
+    sql: ClassVar[Sql] = ("INSERT OR REPLACE INTO exchanges VALUES (?, ?, ?, ?, ?, ?, ?)",)
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,7 +118,7 @@ class DeleteExchange(Statements):
     vhost: str
     name: str
 
-    sql: ClassVar[tuple[str, ...]] = (
+    sql: ClassVar[Sql] = (
         "DELETE FROM exchanges WHERE vhost = ?1 AND name = ?2",
         "DELETE FROM bindings WHERE vhost = ?1 AND (source = ?2 OR "
         "(dest_kind = 'exchange' AND destination = ?2))",
@@ -134,7 +133,7 @@ class PutQueue(Statements):
     arguments: bytes
     arg_types: str
 
-    sql: ClassVar[tuple[str, ...]] = ("INSERT OR REPLACE INTO queues VALUES (?, ?, ?, ?, ?)",)
+    sql: ClassVar[Sql] = ("INSERT OR REPLACE INTO queues VALUES (?, ?, ?, ?, ?)",)
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,7 +141,7 @@ class DeleteQueue(Statements):
     vhost: str
     name: str
 
-    sql: ClassVar[tuple[str, ...]] = (
+    sql: ClassVar[Sql] = (
         "DELETE FROM queues WHERE vhost = ?1 AND name = ?2",
         "DELETE FROM bindings WHERE vhost = ?1 AND dest_kind = 'queue' AND destination = ?2",
         "DELETE FROM queue_messages WHERE vhost = ?1 AND queue = ?2",
@@ -165,9 +164,7 @@ class PutBinding(Statements):
     args_key: bytes
     arguments: bytes
 
-    sql: ClassVar[tuple[str, ...]] = (
-        "INSERT OR REPLACE INTO bindings VALUES (?, ?, ?, ?, ?, ?, ?)",
-    )
+    sql: ClassVar[Sql] = ("INSERT OR REPLACE INTO bindings VALUES (?, ?, ?, ?, ?, ?, ?)",)
 
 
 @dataclass(frozen=True, slots=True)
@@ -179,7 +176,7 @@ class DeleteBinding(Statements):
     routing_key: str
     args_key: bytes
 
-    sql: ClassVar[tuple[str, ...]] = (
+    sql: ClassVar[Sql] = (
         "DELETE FROM bindings WHERE vhost = ? AND source = ? AND dest_kind = ? AND "
         "destination = ? AND routing_key = ? AND args_key = ?",
     )
@@ -196,7 +193,7 @@ class HoldHalf(Statements):
     message: Message
     body: bytes
 
-    sql: ClassVar[tuple[str, ...]] = (
+    sql: ClassVar[Sql] = (
         _INSERT_MESSAGE,
         "INSERT OR REPLACE INTO half_messages (vhost, txn_id, ord, queue, message_id) "
         "VALUES (?, ?, ?, ?, ?)",
@@ -224,7 +221,7 @@ class SaveHalfTxn(Statements):
     checks_sent: int
     last_check_at: float | None
 
-    sql: ClassVar[tuple[str, ...]] = (
+    sql: ClassVar[Sql] = (
         "INSERT OR REPLACE INTO half_txns (vhost, id, created_at, check_queue, immunity, "
         "checks_sent, last_check_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
     )
