@@ -81,3 +81,24 @@ async def test_a_broker_stopping_while_writes_fail_does_not_hang(tmp_path, uid):
             await ch.basic_publish(b"x", routing_key=uid, properties=PERSISTENT)
         await conn.close()
         wait_until(lambda: broker.journal.failure is not None)
+
+
+def test_a_1_0_transfer_the_store_cannot_write_is_rejected(tmp_path, uid):
+    pytest.importorskip("proton")
+    from proton import Message
+    from proton.utils import BlockingConnection, SendException
+
+    from tests.benchmarks.amqp10 import DurableQueue
+    from tests.support.amqp10 import proton_url
+
+    with running_broker(data_dir=str(tmp_path / "data")) as broker:
+        conn = BlockingConnection(proton_url(broker.url), timeout=5)
+        try:
+            # a durable terminus declares the queue durable, so the transfer takes the disk path
+            sender = conn.create_sender(f"/queue/{uid}", options=DurableQueue())
+            sender.send(Message(body=b"ok", durable=True, inferred=True))
+            broker.journal.before_write = disk_full
+            with pytest.raises(SendException):
+                sender.send(Message(body=b"lost", durable=True, inferred=True))
+        finally:
+            conn.close()
