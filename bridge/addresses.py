@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from rabbitish.engine.erlang_terms import char_list
 
 INVALID_FIELD = "amqp:invalid-field"
+INTERNAL_ERROR = "amqp:internal-error"
 
 
 class LinkError(Exception):

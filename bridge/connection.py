@@ -17,6 +17,7 @@ from collections.abc import Callable
 from typing import Any
 
 from rabbitish.bridge import sasl
+from rabbitish.bridge.addresses import INTERNAL_ERROR
 from rabbitish.bridge.codec import (
     AMQP_HEADER,
     FRAME_AMQP,
@@ -63,7 +64,6 @@ PRODUCT = "rabbitish"
 DECODE_ERROR = "amqp:decode-error"
 FRAMING_ERROR = "amqp:connection:framing-error"
 ILLEGAL_STATE = "amqp:illegal-state"
-INTERNAL_ERROR = "amqp:internal-error"
 UNAUTHORIZED = "amqp:unauthorized-access"
 FORCED = "amqp:connection:forced"
 

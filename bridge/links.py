@@ -120,6 +120,7 @@ class IncomingLink(ReceivingLink):
             journal.when_synced(
                 journal.position,
                 lambda: self.session.accept_incoming(delivery_id),
+                lambda reason: self.session.reject_incoming(delivery_id, reason),
             )
 
     def _post(self, first: Transfer, message: Any) -> None:

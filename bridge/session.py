@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 from rabbitish.bridge import links
 from rabbitish.bridge import message as mapping
 from rabbitish.bridge import transactions as txns
-from rabbitish.bridge.addresses import LinkError
+from rabbitish.bridge.addresses import INTERNAL_ERROR, LinkError
 from rabbitish.bridge.codec import (
     Symbol,
     UInt,
@@ -28,6 +28,7 @@ from rabbitish.bridge.codec.definitions import (
     End,
     Error,
     Flow,
+    Rejected,
     TransactionalState,
     Transfer,
 )
@@ -301,6 +302,13 @@ class Session:
             self.channel,
             Disposition(role=role, first=UInt(delivery_id), settled=True, state=state),
         )
+
+    def reject_incoming(self, delivery_id: int, reason: str) -> None:
+        """A message the client sent unsettled could not be written to disk: it must not look
+        accepted."""
+        description = f"not written to disk: {reason}"
+        error = Error(condition=Symbol(INTERNAL_ERROR), description=description)
+        self.send_disposition(delivery_id, Rejected(error=error), role=True)
 
     def accept_incoming(self, delivery_id: int) -> None:
         """A message the client sent unsettled is safely in: accepted and settled (at the

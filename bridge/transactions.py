@@ -255,7 +255,11 @@ class CoordinatorLink(ReceivingLink):
             return
         if touched:
             journal = self.session.conn.vhost.journal
-            journal.when_synced(journal.position, lambda: self._accept(delivery_id))
+            journal.when_synced(
+                journal.position,
+                lambda: self._accept(delivery_id),
+                lambda reason: self.session.reject_incoming(delivery_id, reason),
+            )
         else:
             self._accept(delivery_id)
 

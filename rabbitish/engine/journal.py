@@ -1,6 +1,7 @@
 """What the engine tells durable storage, and how it waits for it. The engine calls these methods
 as durable state changes (synchronously, in order); a store turns them into SQL and syncs them in
-groups. Replies that promise durability (confirms, tx.commit-ok) wait for `when_synced`."""
+groups. Replies that promise durability (confirms, tx.commit-ok) wait for `when_synced`; when the
+store cannot write, they hear `failed` instead (a nack, a failed commit), never nothing."""
 
 from __future__ import annotations
 
@@ -12,6 +13,10 @@ if TYPE_CHECKING:
     from rabbitish.engine.half import HalfTxn
     from rabbitish.engine.message import Message, QueueEntry
     from rabbitish.engine.queue import Queue
+
+
+Synced = Callable[[], None]
+Failed = Callable[[str], None]  # called with the reason the store could not write
 
 
 class Journal(Protocol):
@@ -53,8 +58,9 @@ class Journal(Protocol):
         """How many changes have been journaled so far."""
         ...
 
-    def when_synced(self, position: int, callback: Callable[[], None]) -> None:
-        """Call `callback` once every change up to `position` is on disk (at once if it is)."""
+    def when_synced(self, position: int, callback: Synced, failed: Failed | None = None) -> None:
+        """Call `callback` once every change up to `position` is on disk (at once if it is), or
+        `failed(reason)` if the write covering it failed."""
         ...
 
 
@@ -99,5 +105,5 @@ class NullJournal:
     def half_decided(self, vhost: str, txn: HalfTxn, commit: bool, forget: str | None) -> None:
         pass
 
-    def when_synced(self, position: int, callback: Callable[[], None]) -> None:
+    def when_synced(self, position: int, callback: Synced, failed: Failed | None = None) -> None:
         callback()

@@ -13,6 +13,7 @@ from pamqp import commands
 
 from rabbitish.engine.delivery import Delivery, Outcome, settle
 from rabbitish.engine.errors import (
+    INTERNAL_ERROR,
     AMQPError,
     ConnectionError_,
     command_invalid,
@@ -313,6 +314,12 @@ class Channel:
             self._advance(ChannelEvent.COMMIT_DONE)
             self.conn.write(outgoing.commit_ok(self.id))
 
+    def commit_failed(self, reason: str) -> None:
+        """The store could not write the commit: it must not look committed, and its effects
+        are already applied in memory, so the connection goes (as for an internal error)."""
+        if self.state is _COMMITTING:
+            self.conn.server_close(INTERNAL_ERROR, f"tx.commit not written to disk: {reason}")
+
     def deliver(self, consumer: Consumer091, delivery: Delivery) -> None:
         tag = self.next_tag
         self.next_tag = tag + 1
@@ -388,20 +395,29 @@ class Channel:
             return
         self._confirm_upto = seq - 1
         self.flush_confirms()
-        self.after_sync(outgoing.nack(self.id, seq, False))
+        nack = outgoing.nack(self.id, seq, False)
+        self.after_sync(nack, nack)
         self._confirm_sent = self._confirm_upto = seq
 
     def flush_confirms(self) -> None:
         upto, sent = self._confirm_upto, self._confirm_sent
         if upto > sent:
-            self.after_sync(outgoing.ack(self.id, upto, upto - sent > 1))
+            multiple = upto - sent > 1
+            self.after_sync(
+                outgoing.ack(self.id, upto, multiple), outgoing.nack(self.id, upto, multiple)
+            )
             self._confirm_sent = upto
 
-    def after_sync(self, frame: bytes) -> None:
-        """Send `frame` once everything journaled so far is on disk: a confirm or commit-ok
-        promises durability. In :memory: mode, and when nothing durable is pending, at once."""
+    def after_sync(self, frame: bytes, failed: bytes) -> None:
+        """Send `frame` once everything journaled so far is on disk: a confirm promises
+        durability. In :memory: mode, and when nothing durable is pending, at once. If the
+        store cannot write it, send `failed` (a nack) instead."""
         journal = self.vhost.journal
-        journal.when_synced(journal.position, lambda: self._send_if_open(frame))
+        journal.when_synced(
+            journal.position,
+            lambda: self._send_if_open(frame),
+            lambda _reason: self._send_if_open(failed),
+        )
 
     def _send_if_open(self, frame: bytes) -> None:
         if not (self.closing or self.closed):

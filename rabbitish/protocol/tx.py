@@ -50,7 +50,9 @@ def tx_commit(ch: Channel, method: commands.Tx.Commit, payload: bytes) -> None:
         # commit that touched no queue completes at once.
         journal = ch.vhost.journal
         position = journal.position
-        ch.conn.pending_completions.append(lambda: journal.when_synced(position, ch.finish_commit))
+        ch.conn.pending_completions.append(
+            lambda: journal.when_synced(position, ch.finish_commit, ch.commit_failed)
+        )
     else:
         ch.finish_commit()
     if result.settled:

@@ -1,28 +1,35 @@
-"""The single writer. The engine's durable changes become SQL statements queued in order on the
-event loop; one task takes whatever has accumulated and writes it as one SQLite transaction on
-aiosqlite's thread (runs of the same statement as one executemany), so concurrent commits and
-confirms from many channels share one transaction and one sync (group commit). With fsync the
-database runs synchronous=FULL, so the COMMIT returns once the batch is on disk; without it,
-synchronous=OFF. After each batch the task wakes the waiters it covers and lets the pager drop
-the bodies of long queues' messages it has just written (pager.py reads them back, on the event
-loop thread). Recovery fills the engine before this journal is attached, so it journals only
-changes made after start."""
+"""The single writer. The engine's durable changes become typed records (ops.py) queued in order
+on the event loop; one task takes whatever has accumulated and hands it, in one call, to the
+writer thread, which writes it as one SQLite transaction on its own connection. Concurrent
+commits and confirms from many channels so share one transaction and one sync (group commit).
+With fsync the database runs synchronous=FULL, so the COMMIT returns once the batch is on disk;
+without it, synchronous=OFF. After each batch the task wakes the waiters it covers and lets the
+pager drop the bodies of long queues' messages it has just written (pager.py reads them back,
+on the event loop thread).
+
+A batch that cannot be written (disk full, I/O error) is rolled back and kept: its waiters are
+told at once (confirms are nacked, commits fail), the reason is logged, and the writer tries it
+again, with whatever came after, until a write succeeds. Recovery fills the engine before this
+journal is attached, so it journals only changes made after start."""
 
 from __future__ import annotations
 
 import asyncio
 import json
 import logging
+import sqlite3
 import time
 from collections import deque
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import aiosqlite
 from pamqp import encode
 
 from rabbitish.engine.exchanges.base import freeze
+from rabbitish.engine.journal import Failed, Synced
+from rabbitish.store import ops
 from rabbitish.store.lock import DataDirLock
 from rabbitish.store.pager import KEEP_IN_MEMORY, Pager
 
@@ -34,38 +41,9 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("rabbitish.store")
 
-Op = tuple[str, tuple[Any, ...]]
+RETRY_DELAY = 1.0  # seconds between attempts while writes fail
 
-_INSERT_MESSAGE = (
-    "INSERT OR IGNORE INTO messages (id, exchange, routing_key, properties, body, priority, "
-    "expiration_ms) VALUES (?, ?, ?, ?, ?, ?, ?)"
-)
-_INSERT_QM = (
-    "INSERT OR REPLACE INTO queue_messages (vhost, queue, seq, message_id, delivered, expires_at) "
-    "VALUES (?, ?, ?, ?, ?, ?)"
-)
-_DELETE_QM = "DELETE FROM queue_messages WHERE vhost = ? AND queue = ? AND seq = ?"
-# A message row goes when no queue and no held half message refers to it any more.
-_DELETE_ORPHAN = (
-    "DELETE FROM messages WHERE id = ? AND NOT EXISTS "
-    "(SELECT 1 FROM queue_messages WHERE message_id = ?) AND NOT EXISTS "
-    "(SELECT 1 FROM half_messages WHERE message_id = ?)"
-)
-_DELETE_ALL_ORPHANS = (
-    "DELETE FROM messages WHERE id NOT IN (SELECT message_id FROM queue_messages) "
-    "AND id NOT IN (SELECT message_id FROM half_messages)"
-)
-_INSERT_HALF = (
-    "INSERT OR REPLACE INTO half_messages (vhost, txn_id, ord, queue, message_id) "
-    "VALUES (?, ?, ?, ?, ?)"
-)
-_SAVE_HALF_TXN = (
-    "INSERT OR REPLACE INTO half_txns (vhost, id, created_at, check_queue, immunity, "
-    "checks_sent, last_check_at) VALUES (?, ?, ?, ?, ?, ?, ?)"
-)
-_MARK_DELIVERED = (
-    "UPDATE queue_messages SET delivered = 1 WHERE vhost = ? AND queue = ? AND seq = ?"
-)
+Waiter = tuple[int, Synced, Failed | None]
 
 
 def encode_table(table: dict[str, Any]) -> bytes:
@@ -82,40 +60,57 @@ def _dest_kind(destination: Any) -> str:
     return "queue" if isinstance(destination, Queue) else "exchange"
 
 
+def _reason(err: BaseException) -> str:
+    return f"{type(err).__name__}: {err}".splitlines()[0]
+
+
 class SqliteJournal:
     def __init__(self, path: Path, fsync: bool, clock: Callable[[], float]) -> None:
         self.path = path
         self.fsync = fsync
         self.clock = clock  # the engine's monotonic clock, to turn expiry times into wall time
-        self._ops: list[Op] = []
+        self._ops: list[ops.Op] = []
         self.position = 0
         self.synced = 0
-        self._waiters: deque[tuple[int, Callable[[], None]]] = deque()
+        self._waiters: deque[Waiter] = deque()
         self._wake = asyncio.Event()
-        self._db: aiosqlite.Connection | None = None
+        self._stop = asyncio.Event()
+        self._db: sqlite3.Connection | None = None
+        self._thread = ThreadPoolExecutor(1, thread_name_prefix="rabbitish-journal")
         self._task: asyncio.Task[None] | None = None
         self._closing = False
         self.pager: Pager | None = None
         self.lock: DataDirLock | None = None
         self._page_candidates: list[Message] = []
         self.batches = 0
+        self.failure: str | None = None  # why the last write failed, until one succeeds
+        # Test hook, run on the writer thread before each batch: raising there fails the batch
+        # the way a full disk would.
+        self.before_write: Callable[[], None] | None = None
 
     # ------------------------------------------------------------------ lifecycle
     async def start(self) -> None:
-        self._db = await aiosqlite.connect(self.path, isolation_level=None)
-        await self._db.execute("PRAGMA journal_mode=WAL")
-        await self._db.execute(f"PRAGMA synchronous={'FULL' if self.fsync else 'OFF'}")
-        self._task = asyncio.get_running_loop().create_task(self._writer(), name="journal")
+        loop = asyncio.get_running_loop()
+        self._db = await loop.run_in_executor(self._thread, self._connect)
+        self._task = loop.create_task(self._writer(), name="journal")
+
+    def _connect(self) -> sqlite3.Connection:
+        db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+        db.execute("PRAGMA journal_mode=WAL")
+        db.execute(f"PRAGMA synchronous={'FULL' if self.fsync else 'OFF'}")
+        return db
 
     async def close(self) -> None:
-        """Write what is pending, then stop."""
+        """Write what is pending (one more attempt if writes are failing), then stop."""
         self._closing = True
+        self._stop.set()
         self._wake.set()
         if self._task is not None:
             await self._task
         if self._db is not None:
-            await self._db.close()
+            await asyncio.get_running_loop().run_in_executor(self._thread, self._db.close)
             self._db = None
+        self._thread.shutdown()
         if self.pager is not None:
             self.pager.close()
             self.pager = None
@@ -124,62 +119,101 @@ class SqliteJournal:
             self.lock = None
 
     # ------------------------------------------------------------------ waiting
-    def when_synced(self, position: int, callback: Callable[[], None]) -> None:
+    def when_synced(self, position: int, callback: Synced, failed: Failed | None = None) -> None:
         if position <= self.synced:
             callback()
         else:
-            self._waiters.append((position, callback))
+            self._waiters.append((position, callback, failed))
 
     # ------------------------------------------------------------------ writer
-    def _op(self, sql: str, params: tuple[Any, ...]) -> None:
-        self._ops.append((sql, params))
+    def _op(self, op: ops.Op) -> None:
+        self._ops.append(op)
         self.position += 1
         self._wake.set()
 
     async def _writer(self) -> None:
+        loop = asyncio.get_running_loop()
         while True:
             await self._wake.wait()
             self._wake.clear()
             if self._ops:
-                ops, self._ops = self._ops, []
+                batch, self._ops = self._ops, []
                 candidates, self._page_candidates = self._page_candidates, []
                 upto = self.position
                 try:
-                    await self._write(ops)
-                except Exception:
-                    log.exception("journal write failed; %d changes not persisted", len(ops))
-                    raise
-                self.synced = upto
-                self.batches += 1
-                if self.pager is not None:
-                    for message in candidates:  # on disk now: the body can leave memory
-                        self.pager.page_out(message)
-                waiters = self._waiters
-                while waiters and waiters[0][0] <= upto:
-                    waiters.popleft()[1]()
+                    written = await loop.run_in_executor(self._thread, self._write, batch)
+                except Exception as err:
+                    self._ops = batch + self._ops  # tried again with what came after
+                    self._page_candidates = candidates + self._page_candidates
+                    self._failed(err, upto)
+                    if self._closing:
+                        self._give_up()
+                        return
+                    await self._pause()
+                    self._wake.set()
+                    continue
+                self._succeeded(upto, candidates, written)
             if self._closing and not self._ops:
                 return
 
-    async def _write(self, ops: list[Op]) -> None:
-        db = self._db
-        assert db is not None
-        await db.execute("BEGIN")
-        run_sql, run_params = ops[0][0], [ops[0][1]]
-        for sql, params in ops[1:]:
-            if sql == run_sql:
-                run_params.append(params)
-                continue
-            await db.executemany(run_sql, run_params)
-            run_sql, run_params = sql, [params]
-        await db.executemany(run_sql, run_params)
-        await db.execute("COMMIT")
+    def _write(self, batch: list[ops.Op]) -> set[int]:
+        """On the writer thread: the whole batch in one call and one SQLite transaction."""
+        if self.before_write is not None:
+            self.before_write()
+        assert self._db is not None
+        return ops.write_batch(self._db, batch)
+
+    def _succeeded(self, upto: int, candidates: list[Message], written: set[int]) -> None:
+        if self.failure is not None:
+            log.warning("journal writes succeed again after: %s", self.failure)
+            self.failure = None
+        self.synced = upto
+        self.batches += 1
+        if self.pager is not None:
+            for message in candidates:  # on disk now: the body can leave memory
+                if message.id in written:
+                    self.pager.page_out(message)
+        waiters = self._waiters
+        while waiters and waiters[0][0] <= upto:
+            waiters.popleft()[1]()
+
+    def _failed(self, err: Exception, upto: int) -> None:
+        """Tell every waiter the failed batch covers; log the reason once per failure spell."""
+        reason = _reason(err)
+        if self.failure is None:
+            log.error(
+                "journal write failed (%s) in %s: %d changes not on disk; publishes are "
+                "nacked and commits fail until a write succeeds (retrying every %.0f s)",
+                reason,
+                self.path,
+                len(self._ops),
+                RETRY_DELAY,
+            )
+        self.failure = reason
+        waiters = self._waiters
+        while waiters and waiters[0][0] <= upto:
+            _position, _callback, failed = waiters.popleft()
+            if failed is not None:
+                failed(reason)
+
+    def _give_up(self) -> None:
+        log.error("journal closed with %d changes not on disk (%s)", len(self._ops), self.failure)
+        while self._waiters:
+            _position, _callback, failed = self._waiters.popleft()
+            if failed is not None:
+                failed(self.failure or "store closed")
+
+    async def _pause(self) -> None:
+        try:
+            await asyncio.wait_for(self._stop.wait(), RETRY_DELAY)
+        except TimeoutError:
+            pass
 
     # ------------------------------------------------------------------ wiring
     def exchange_declared(self, exchange: Exchange, arg_types: dict[str, str]) -> None:
         if exchange.durable and exchange.name and not exchange.name.startswith("amq."):
             self._op(
-                "INSERT OR REPLACE INTO exchanges VALUES (?, ?, ?, ?, ?, ?, ?)",
-                (
+                ops.PutExchange(
                     exchange.vhost,
                     exchange.name,
                     exchange.type_name,
@@ -187,53 +221,33 @@ class SqliteJournal:
                     int(exchange.internal),
                     encode_table(exchange.arguments),
                     json.dumps(arg_types),
-                ),
+                )
             )
 
     def exchange_deleted(self, exchange: Exchange) -> None:
         if exchange.durable:
-            self._op(
-                "DELETE FROM exchanges WHERE vhost = ? AND name = ?",
-                (exchange.vhost, exchange.name),
-            )
-            self._op(
-                "DELETE FROM bindings WHERE vhost = ? AND (source = ? OR "
-                "(dest_kind = 'exchange' AND destination = ?))",
-                (exchange.vhost, exchange.name, exchange.name),
-            )
+            self._op(ops.DeleteExchange(exchange.vhost, exchange.name))
 
     def queue_declared(self, queue: Queue, arg_types: dict[str, str]) -> None:
         if queue.durable:
             self._op(
-                "INSERT OR REPLACE INTO queues VALUES (?, ?, ?, ?, ?)",
-                (
+                ops.PutQueue(
                     queue.vhost.name,
                     queue.name,
                     int(queue.auto_delete),
                     encode_table(queue.arguments),
                     json.dumps(arg_types),
-                ),
+                )
             )
 
     def queue_deleted(self, queue: Queue) -> None:
         if queue.durable:
-            vhost = queue.vhost.name
-            self._op("DELETE FROM queues WHERE vhost = ? AND name = ?", (vhost, queue.name))
-            self._op(
-                "DELETE FROM bindings WHERE vhost = ? AND dest_kind = 'queue' AND destination = ?",
-                (vhost, queue.name),
-            )
-            self._op(
-                "DELETE FROM queue_messages WHERE vhost = ? AND queue = ?", (vhost, queue.name)
-            )
-            self._op("DELETE FROM half_messages WHERE vhost = ? AND queue = ?", (vhost, queue.name))
-            self._op(_DELETE_ALL_ORPHANS, ())
+            self._op(ops.DeleteQueue(queue.vhost.name, queue.name))
 
     def binding_added(self, binding: Binding) -> None:
         if binding.source.durable and binding.destination.durable:
             self._op(
-                "INSERT OR REPLACE INTO bindings VALUES (?, ?, ?, ?, ?, ?, ?)",
-                (
+                ops.PutBinding(
                     binding.source.vhost,
                     binding.source.name,
                     _dest_kind(binding.destination),
@@ -241,57 +255,40 @@ class SqliteJournal:
                     binding.routing_key,
                     binding_args_key(binding.arguments),
                     encode_table(binding.arguments),
-                ),
+                )
             )
 
     def binding_removed(self, binding: Binding) -> None:
         if binding.source.durable and binding.destination.durable:
             self._op(
-                "DELETE FROM bindings WHERE vhost = ? AND source = ? AND dest_kind = ? AND "
-                "destination = ? AND routing_key = ? AND args_key = ?",
-                (
+                ops.DeleteBinding(
                     binding.source.vhost,
                     binding.source.name,
                     _dest_kind(binding.destination),
                     binding.destination.name,
                     binding.routing_key,
                     binding_args_key(binding.arguments),
-                ),
+                )
             )
 
     # ------------------------------------------------------------------ messages
-    def _message_row(self, message: Message) -> None:
-        self._op(
-            _INSERT_MESSAGE,
-            (
-                message.id,
-                message.exchange,
-                message.routing_key,
-                message.raw_properties,
-                message.body,
-                message.priority,
-                message.expiration_ms,
-            ),
-        )
-
     def message_enqueued(self, queue: Queue, entry: QueueEntry) -> None:
         message = entry.message
         if not (queue.durable and message.persistent):
             return
-        self._message_row(message)
         expires = None
         if entry.expires_at is not None:
             expires = time.time() + (entry.expires_at - self.clock())
         self._op(
-            _INSERT_QM,
-            (
+            ops.Enqueue(
                 queue.vhost.name,
                 queue.name,
                 entry.seq,
-                message.id,
+                message,
+                message.body,
                 int(entry.delivery_count > 0),
                 expires,
-            ),
+            )
         )
         if self.pager is not None and queue.message_count > KEEP_IN_MEMORY:
             self._page_candidates.append(message)
@@ -299,22 +296,19 @@ class SqliteJournal:
     def message_removed(self, queue: Queue, entry: QueueEntry) -> None:
         message = entry.message
         if queue.durable and message.persistent:
-            self._op(_DELETE_QM, (queue.vhost.name, queue.name, entry.seq))
-            self._op(_DELETE_ORPHAN, (message.id, message.id, message.id))
+            self._op(ops.Remove(queue.vhost.name, queue.name, entry.seq, message.id))
 
     def message_delivered(self, queue: Queue, entry: QueueEntry) -> None:
         if queue.durable and entry.message.persistent:
-            self._op(_MARK_DELIVERED, (queue.vhost.name, queue.name, entry.seq))
+            self._op(ops.MarkDelivered(queue.vhost.name, queue.name, entry.seq))
 
     # ------------------------------------------------------------------ half messages
     def half_held(self, queue: Queue, message: Message, txn_id: str, ord_: int) -> None:
-        self._message_row(message)
-        self._op(_INSERT_HALF, (queue.vhost.name, txn_id, ord_, queue.name, message.id))
+        self._op(ops.HoldHalf(queue.vhost.name, txn_id, ord_, queue.name, message, message.body))
 
     def half_txn_saved(self, vhost: str, txn: HalfTxn) -> None:
         self._op(
-            _SAVE_HALF_TXN,
-            (
+            ops.SaveHalfTxn(
                 vhost,
                 txn.id,
                 txn.created_at,
@@ -322,20 +316,11 @@ class SqliteJournal:
                 txn.immunity,
                 txn.checks_sent,
                 txn.last_check_at,
-            ),
+            )
         )
 
     def half_decided(self, vhost: str, txn: HalfTxn, commit: bool, forget: str | None) -> None:
         """Runs after a commit's enqueues, in the same batch: the rows of the held messages go
         and the message rows the queues now hold stay, all in one SQLite transaction."""
-        if txn.durable:
-            self._op("DELETE FROM half_messages WHERE vhost = ? AND txn_id = ?", (vhost, txn.id))
-            self._op("DELETE FROM half_txns WHERE vhost = ? AND id = ?", (vhost, txn.id))
-            for mid in sorted({message.id for _, message, _ in txn.entries}):
-                self._op(_DELETE_ORPHAN, (mid, mid, mid))
-        self._op(
-            "INSERT OR REPLACE INTO half_decisions (vhost, id, committed) VALUES (?, ?, ?)",
-            (vhost, txn.id, int(commit)),
-        )
-        if forget is not None:
-            self._op("DELETE FROM half_decisions WHERE vhost = ? AND id = ?", (vhost, forget))
+        ids = tuple(sorted({message.id for _, message, _ in txn.entries}))
+        self._op(ops.DecideHalf(vhost, txn.id, txn.durable, ids, int(commit), forget))

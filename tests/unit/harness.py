@@ -25,7 +25,7 @@ from pamqp.base import Frame as Method
 
 from rabbitish.config import Config
 from rabbitish.engine.clock import ManualScheduler
-from rabbitish.engine.journal import NullJournal
+from rabbitish.engine.journal import Failed, NullJournal, Synced
 from rabbitish.engine.node import Node
 from rabbitish.protocol.connection import Connection
 from rabbitish.protocol.framing import (
@@ -104,7 +104,7 @@ class HeldJournal(NullJournal):
     def message_enqueued(self, queue: Any, entry: Any) -> None:
         self.position += 1
 
-    def when_synced(self, position: int, callback: Callable[[], None]) -> None:
+    def when_synced(self, position: int, callback: Synced, failed: Failed | None = None) -> None:
         self.waiting.append(callback)
 
     def release(self) -> None:
