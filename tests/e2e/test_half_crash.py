@@ -19,6 +19,7 @@ import pytest
 
 from tests.support.broker_process import BrokerProcess
 from tests.support.half import bodies, decide, half
+from tests.support.waiting import wait_until
 
 QUEUES = ("half-a", "half-b")
 WORKERS = 2
@@ -123,11 +124,14 @@ def test_half_transactions_survive_kill_9(tmp_path):
             ]
             for thread in threads:
                 thread.start()
+            # Kill once the workers have started a random number of ids (at least two a
+            # round, however slow the machine: the count below depends on it).
             target = len(ledger.txns) + rng.randint(2, 12)
-            deadline = 10.0
-            while len(ledger.txns) < target and deadline > 0:
-                threads[0].join(0.01)
-                deadline -= 0.01
+            wait_until(
+                lambda target=target: len(ledger.txns) >= target,
+                timeout=30,
+                message=lambda target=target: f"workers started {len(ledger.txns)} of {target} ids",
+            )
             broker.kill()
             for thread in threads:
                 thread.join(10)
