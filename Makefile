@@ -3,8 +3,9 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+SPARK_STAMP := $(VENV)/.spark-installed
 
-.PHONY: run test lint setup clean compat
+.PHONY: run test lint setup spark clean compat
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -14,12 +15,24 @@ $(STAMP): pyproject.toml
 
 setup: $(STAMP)
 
+# The spark extra (PySpark) for rabbitish.spark and its tests; they skip without it or Java.
+$(SPARK_STAMP): $(STAMP)
+	$(BIN)/pip install -q -e '.[spark]'
+	touch $(SPARK_STAMP)
+
+spark: $(SPARK_STAMP)
+
 run: $(STAMP)
 	$(BIN)/rabbitish serve
 
 test: $(STAMP)
+	@if command -v java >/dev/null 2>&1; then \
+		$(MAKE) --no-print-directory spark || echo "spark extra not installed: spark tests will be skipped"; \
+	else \
+		echo "no java on PATH: spark tests will be skipped"; \
+	fi
 	$(BIN)/ruff check .
-	$(BIN)/pytest -q
+	$(BIN)/pytest -q -rs
 
 compat: $(STAMP)
 	$(BIN)/python -m compat_matrix

@@ -61,7 +61,9 @@ def header_0_8(s: Session) -> None:
 @scenario("wire.handshake.start_and_tune", "connection.handshake")
 def start_and_tune(s: Session) -> None:
     """connection.start offers PLAIN AMQPLAIN, en_US and RabbitMQ's capabilities; tune offers
-    channel_max 2047, frame_max 131072, heartbeat 60."""
+    channel_max 2047, frame_max 131072, heartbeat 60. rabbitish's own `rabbitish.*` capability
+    keys are left out here (RabbitMQ has none): tests/integration/test_connection.py checks
+    them."""
     raw = s.raw()
     start, tune = raw.start, raw.tune
     s.log("version", [start.version_major, start.version_minor])
@@ -69,7 +71,8 @@ def start_and_tune(s: Session) -> None:
     props = start.server_properties
     s.log("server properties", sorted(props))
     s.log("product", props.get("product"))
-    s.log("capabilities", props.get("capabilities"))
+    capabilities = props.get("capabilities") or {}
+    s.log("capabilities", {k: v for k, v in capabilities.items() if not k.startswith("rabbitish.")})
     s.log("tune", [tune.channel_max, tune.frame_max, tune.heartbeat])
 
 

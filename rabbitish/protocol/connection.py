@@ -76,9 +76,13 @@ class DropConnection(Exception):
     method it does not know (its reader process crashes)."""
 
 
+HALF_TRANSACTIONS_CAPABILITY = "rabbitish.half_transactions"
+
+
 def server_properties(version: str) -> dict[str, Any]:
     """connection.start's server-properties; the capability table (keys and order) is the one
-    RabbitMQ announces."""
+    RabbitMQ announces, plus one key of ours at the end: clients such as rabbitish.spark use
+    half transactions (x-half-txn) only where the broker says it has them."""
     return {
         "capabilities": {
             "publisher_confirms": True,
@@ -90,6 +94,7 @@ def server_properties(version: str) -> dict[str, Any]:
             "authentication_failure_close": True,
             "per_consumer_qos": True,
             "direct_reply_to": True,
+            HALF_TRANSACTIONS_CAPABILITY: True,
         },
         "cluster_name": "rabbitish@localhost",
         "copyright": "Copyright (c) rabbitish authors",

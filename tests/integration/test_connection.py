@@ -29,6 +29,8 @@ CAPABILITIES = [
     ("per_consumer_qos", True),
     ("direct_reply_to", True),
 ]
+# rabbitish announces RabbitMQ's table and then its own keys, which RabbitMQ does not have.
+RABBITISH_ONLY = [("rabbitish.half_transactions", True)]
 LOGIN_REFUSED = (
     "ACCESS_REFUSED - Login was refused using authentication mechanism {}. "
     "For details see the broker logfile."
@@ -49,6 +51,12 @@ def _host(url: str) -> str:
 
 
 # ---------------------------------------------------------------------- connection.start
+def _capabilities(request: pytest.FixtureRequest) -> list[tuple[str, bool]]:
+    """The capability table expected of the broker `amqp_url` names in this test."""
+    on_rabbitish = request.node.callspec.params["amqp_url"] == "rabbitish"
+    return CAPABILITIES + RABBITISH_ONLY if on_rabbitish else CAPABILITIES
+
+
 def _start(url: str) -> tuple[commands.Connection.Start, bytes]:
     """connection.start decoded, and the raw bytes of its capabilities table."""
     with RawClient(url) as c:
@@ -78,7 +86,7 @@ def _table_entry(table: bytes, wanted: str) -> bytes:
     raise KeyError(wanted)
 
 
-def test_connection_start_announces_what_rabbitmq_announces(amqp_url):
+def test_connection_start_announces_what_rabbitmq_announces(amqp_url, request):
     start, _ = _start(amqp_url)
     assert (start.version_major, start.version_minor) == (0, 9)
     assert start.mechanisms == "PLAIN AMQPLAIN"
@@ -94,20 +102,40 @@ def test_connection_start_announces_what_rabbitmq_announces(amqp_url):
         "version",
     ]
     assert props["product"] == "RabbitMQ"
-    assert list(props["capabilities"].items()) == CAPABILITIES
+    assert list(props["capabilities"].items()) == _capabilities(request)
 
 
 @pytest.mark.rabbitmq
-def test_capability_table_is_byte_identical_to_rabbitmq(broker_url, rabbitmq_url):
-    assert _start(broker_url)[1] == _start(rabbitmq_url)[1]
+def test_capability_table_is_rabbitmqs_byte_for_byte_then_rabbitish_keys(broker_url, rabbitmq_url):
+    ours, theirs = _start(broker_url)[1], _start(rabbitmq_url)[1]
+    key = b"rabbitish.half_transactions"
+    extra = bytes([len(key)]) + key + b"t\x01"
+    assert ours[0:1] == theirs[0:1] == b"F"
+    assert ours[5:] == theirs[5:] + extra
+    (ours_size,), (theirs_size,) = (
+        struct.unpack_from(">I", ours, 1),
+        struct.unpack_from(">I", theirs, 1),
+    )
+    assert ours_size == theirs_size + len(extra)
 
 
-async def test_aiormq_sees_the_capabilities(amqp_url):
+async def test_aiormq_sees_the_capabilities(amqp_url, request):
     connection = await aiormq.connect(amqp_url)
     try:
-        assert list(connection.server_properties["capabilities"].items()) == CAPABILITIES
+        assert list(connection.server_properties["capabilities"].items()) == _capabilities(request)
     finally:
         await connection.close()
+
+
+def test_pika_sees_the_half_transactions_capability(amqp_url, request):
+    """rabbitish.spark decides between job-atomic and per-task writes on this key."""
+    connection = pika.BlockingConnection(pika.URLParameters(amqp_url))
+    try:
+        announced = connection._impl.server_capabilities.get("rabbitish.half_transactions")
+    finally:
+        connection.close()
+    on_rabbitish = request.node.callspec.params["amqp_url"] == "rabbitish"
+    assert announced is (True if on_rabbitish else None)
 
 
 # ---------------------------------------------------------------------- authentication

@@ -9,6 +9,7 @@ is imported on the per-message path."""
 from __future__ import annotations
 
 import ast
+import importlib.util
 import os
 import subprocess
 import sys
@@ -22,6 +23,10 @@ PACKAGES = {
     "rabbitish.cli": ROOT / "cli",
 }
 
+# Subpackages of an optional extra, and the module that extra installs: without it they cannot
+# be imported at all, so they are checked only where it is installed.
+EXTRAS = {"rabbitish.spark": "pyspark"}
+
 
 def module_names() -> list[str]:
     names = []
@@ -31,7 +36,8 @@ def module_names() -> list[str]:
             if parts[-1] == "__init__":
                 parts = parts[:-1]
             names.append(".".join((package, *parts)))
-    return names
+    missing = [sub for sub, dep in EXTRAS.items() if importlib.util.find_spec(dep) is None]
+    return [n for n in names if not any(n == m or n.startswith(m + ".") for m in missing)]
 
 
 def _import_alone(name: str) -> tuple[str, int, str]:

@@ -1,0 +1,134 @@
+"""One schema for reads and writes, so a DataFrame read from a queue can be written to an
+exchange as is: AMQP messages to rows and rows back to messages."""
+
+from __future__ import annotations
+
+import datetime as dt
+import decimal
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import pika
+from pyspark.sql.types import (
+    BinaryType,
+    BooleanType,
+    IntegerType,
+    MapType,
+    StringType,
+    StructField,
+    StructType,
+    TimestampType,
+)
+
+from rabbitish.engine.half import CHECK_IMMUNITY_HEADER, CHECK_QUEUE_HEADER, HALF_HEADER
+
+SCHEMA = StructType(
+    [
+        StructField("body", BinaryType()),
+        StructField("routing_key", StringType()),
+        StructField("exchange", StringType()),
+        StructField("headers", MapType(StringType(), StringType())),
+        StructField("content_type", StringType()),
+        StructField("message_id", StringType()),
+        StructField("correlation_id", StringType()),
+        StructField("timestamp", TimestampType()),
+        StructField("delivery_mode", IntegerType()),
+        StructField("priority", IntegerType()),
+        StructField("redelivered", BooleanType()),
+    ]
+)
+COLUMNS = tuple(SCHEMA.fieldNames())
+PERSISTENT = 2  # writes are transactional: by default they should also survive a restart
+# Headers that would turn a written row into a half message of someone else's transaction.
+RESERVED_HEADERS = frozenset({HALF_HEADER, CHECK_QUEUE_HEADER, CHECK_IMMUNITY_HEADER})
+
+
+class AmqpSchemaError(ValueError):
+    """A DataFrame the sink cannot write."""
+
+
+def render(value: Any) -> str | None:
+    """A header value as the map<string,string> column shows it (tables and arrays as JSON)."""
+    if value is None or isinstance(value, str):
+        return value
+    if isinstance(value, bytes | bytearray):
+        return bytes(value).decode("utf-8", "replace")
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, dt.datetime):
+        return value.isoformat()
+    if isinstance(value, int | float | decimal.Decimal):
+        return str(value)
+    return json.dumps(value, default=lambda v: render(v) or None, sort_keys=True)
+
+
+def message_row(method: Any, props: pika.BasicProperties, body: bytes) -> tuple[Any, ...]:
+    """A basic.get-ok (pika's method, properties, body) as a row of SCHEMA."""
+    stamp = props.timestamp
+    return (
+        body,
+        method.routing_key,
+        method.exchange,
+        {str(k): render(v) for k, v in (props.headers or {}).items()},
+        props.content_type,
+        props.message_id,
+        props.correlation_id,
+        None if stamp is None else dt.datetime.fromtimestamp(stamp, tz=dt.UTC),
+        props.delivery_mode,
+        props.priority,
+        bool(method.redelivered),
+    )
+
+
+def check_write_schema(schema: StructType) -> None:
+    """Fail on the driver, before any publish, for columns the sink would silently drop."""
+    unknown = [name for name in schema.fieldNames() if name not in COLUMNS]
+    if unknown:
+        raise AmqpSchemaError(
+            f"the amqp sink takes the columns {', '.join(COLUMNS)}; unknown: {', '.join(unknown)}"
+        )
+    if "body" not in schema.fieldNames():
+        raise AmqpSchemaError("the amqp sink needs a body column (binary or string)")
+    body = schema["body"].dataType
+    if not isinstance(body, BinaryType | StringType):
+        raise AmqpSchemaError(
+            f"the body column must be binary or string, not {body.simpleString()}"
+        )
+
+
+@dataclass(frozen=True)
+class Publish:
+    """One row as basic.publish arguments."""
+
+    exchange: str
+    routing_key: str
+    body: bytes
+    properties: pika.BasicProperties
+
+
+def row_publish(row: Mapping[str, Any], exchange: str | None, routing_key: str | None) -> Publish:
+    """Options win over the row's exchange / routing_key columns; missing columns take the
+    defaults (default exchange, empty routing key, persistent)."""
+    body = row.get("body")
+    if isinstance(body, str):
+        body = body.encode()
+    headers = {k: v for k, v in (row.get("headers") or {}).items() if k not in RESERVED_HEADERS}
+    stamp = row.get("timestamp")
+    mode = row.get("delivery_mode")
+    props = pika.BasicProperties(
+        headers=headers or None,
+        content_type=row.get("content_type"),
+        message_id=row.get("message_id"),
+        correlation_id=row.get("correlation_id"),
+        timestamp=None if stamp is None else int(stamp.timestamp()),
+        delivery_mode=PERSISTENT if mode is None else mode,
+        priority=row.get("priority"),
+    )
+    return Publish(
+        exchange if exchange is not None else row.get("exchange") or "",
+        routing_key if routing_key is not None else row.get("routing_key") or "",
+        bytes(body or b""),
+        props,
+    )

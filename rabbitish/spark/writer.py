@@ -1,0 +1,110 @@
+"""Batch writes: one AMQP tx per task, and on rabbitish job-atomic writes through half
+transactions, so neither a retried task nor a failed job leaves duplicates or partial output
+behind where the broker can help it."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from pyspark import TaskContext
+from pyspark.sql import Row
+from pyspark.sql.datasource import DataSourceWriter, WriterCommitMessage
+from pyspark.sql.types import StructType
+
+from rabbitish.spark.broker import HALF_CAPABILITY, HALF_HEADER, decide, session
+from rabbitish.spark.options import AmqpOptions
+from rabbitish.spark.schema import check_write_schema, row_publish
+
+# Attempts past the highest one reported whose IDs the driver also rolls back: an attempt that
+# committed its half tx but failed before reporting (or lost to a speculative copy) leaves an
+# ID that no commit message names, and only its deterministic name lets the driver clear it.
+SWEEP_MARGIN = 4
+
+
+@dataclass(frozen=True)
+class TaskCommit(WriterCommitMessage):
+    """What one successful task attempt published: `txn_id` is its half ID, None for a plain
+    per-task tx (the rows are already visible)."""
+
+    partition: int
+    attempt: int
+    rows: int
+    txn_id: str | None
+
+
+class AmqpWriter(DataSourceWriter):
+    """Created on the driver: it picks the job's ID and whether writes are job-atomic (the
+    broker announces half transactions), and every task follows that choice."""
+
+    def __init__(self, options: AmqpOptions, schema: StructType) -> None:
+        check_write_schema(schema)
+        self.options = options
+        self.job = uuid.uuid4().hex
+        with session(options.url, tx=False) as amqp:
+            self.half = amqp.half
+
+    def txn_id(self, partition: int, attempt: int) -> str:
+        return f"spark-{self.job}-{partition}-{attempt}"
+
+    def write(self, iterator: Iterator[Row]) -> TaskCommit:
+        """Publish every row on a tx channel and commit once at the end; any failure closes
+        the connection before tx.commit, which discards the lot. In half mode each row also
+        carries this attempt's ID, so even committed rows stay invisible until the driver
+        commits the ID."""
+        context = TaskContext.get()
+        partition = context.partitionId() if context else 0
+        attempt = context.attemptNumber() if context else 0
+        txn_id = self.txn_id(partition, attempt) if self.half else None
+        rows = 0
+        with session(self.options.url, tx=True) as amqp:
+            if txn_id is not None and not amqp.half:
+                raise RuntimeError(f"the broker no longer announces {HALF_CAPABILITY}")
+            channel = amqp.channel
+            for row in iterator:
+                publish = row_publish(row.asDict(), self.options.exchange, self.options.routing_key)
+                if txn_id is not None:
+                    headers = dict(publish.properties.headers or {})
+                    headers[HALF_HEADER] = txn_id
+                    publish.properties.headers = headers
+                channel.basic_publish(
+                    publish.exchange, publish.routing_key, publish.body, publish.properties
+                )
+                rows += 1
+            channel.tx_commit()
+        return TaskCommit(partition, attempt, rows, txn_id)
+
+    def commit(self, messages: list[WriterCommitMessage | None]) -> None:
+        """Half mode: commit the winning attempts' IDs and roll back every other attempt's,
+        all in one tx, so the job's rows appear together. Plain mode: nothing left to do."""
+        if not self.half:
+            return
+        ordered = sorted(_commits(messages), key=lambda m: m.partition)
+        winners = [m.txn_id for m in ordered if m.txn_id]
+        self._decide(winners, self._other_ids(messages, set(winners)))
+
+    def abort(self, messages: list[WriterCommitMessage | None]) -> None:
+        """Half mode: roll back every attempt's ID, so a failed job leaves nothing visible.
+        Plain mode: tasks that committed stay published (documented partial output)."""
+        if self.half:
+            self._decide([], self._other_ids(messages, set()))
+
+    def _other_ids(self, messages: list[WriterCommitMessage | None], keep: set[str]) -> list[str]:
+        highest = max((m.attempt for m in _commits(messages)), default=0)
+        return [
+            txn_id
+            for partition in range(len(messages))
+            for attempt in range(highest + 1 + SWEEP_MARGIN)
+            if (txn_id := self.txn_id(partition, attempt)) not in keep
+        ]
+
+    def _decide(self, commit: list[str], rollback: list[str]) -> None:
+        with session(self.options.url, tx=True) as amqp:
+            decide(amqp.channel, commit, "commit")
+            decide(amqp.channel, rollback, "rollback")
+            amqp.channel.tx_commit()
+
+
+def _commits(messages: list[WriterCommitMessage | None]) -> list[TaskCommit]:
+    return [m for m in messages if isinstance(m, TaskCommit)]
