@@ -19,7 +19,6 @@ from typing import Any, Protocol
 from rabbitish.config import Config
 from rabbitish.engine.node import Node
 from rabbitish.protocol.framing import PROTOCOL_HEADER, PROTOCOL_HEADER_0_9
-from rabbitish.server.amqp10 import Amqp10ServerProtocol
 from rabbitish.server.connection import AmqpServerProtocol
 
 log = logging.getLogger("rabbitish.connection")
@@ -44,11 +43,19 @@ class FrontEnd(Protocol):
     def __call__(self, node: Node, config: Config, registry: set[Any]) -> FrontEndProtocol: ...
 
 
+def amqp10_front_end(node: Node, config: Config, registry: set[Any]) -> FrontEndProtocol:
+    """The AMQP 1.0 bridge, imported on the first 1.0 connection: its type tables are built
+    from the spec XML at import, which a broker that only ever sees 0-9-1 need not wait for."""
+    from rabbitish.server.amqp10 import Amqp10ServerProtocol
+
+    return Amqp10ServerProtocol(node, config, registry)
+
+
 FRONT_ENDS: dict[bytes, FrontEnd] = {
     AMQP_0_9_1: AmqpServerProtocol,
     AMQP_0_9: AmqpServerProtocol,
-    AMQP_1_0: Amqp10ServerProtocol,
-    AMQP_1_0_SASL: Amqp10ServerProtocol,
+    AMQP_1_0: amqp10_front_end,
+    AMQP_1_0_SASL: amqp10_front_end,
 }
 
 

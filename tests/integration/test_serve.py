@@ -27,19 +27,18 @@ COMMANDS = {"script": SCRIPT, "module": MODULE}
 
 
 @contextmanager
-def serving(kind: str, *extra: str) -> Iterator[tuple[BrokerProcess, float]]:
-    """Start the broker process on a port of its choosing; yield it and how long until a client
-    completed the AMQP handshake. The process is stopped on exit."""
-    started = time.monotonic()
+def serving(kind: str, *extra: str) -> Iterator[BrokerProcess]:
+    """Start the broker process on a port of its choosing; yield it once a client completed the
+    AMQP handshake (start-up speed is measured by `python -m tests.benchmarks.startup`, not
+    asserted here). Stopped on exit."""
     with BrokerProcess(*extra, command=COMMANDS[kind]) as broker:
         RawClient(broker.url, timeout=1).open().close()
-        yield broker, time.monotonic() - started
+        yield broker
 
 
 @pytest.mark.parametrize("kind", list(COMMANDS))
-def test_serve_accepts_connections_within_half_a_second(kind):
-    with serving(kind) as (broker, elapsed):
-        assert elapsed < 0.5, f"first handshake after {elapsed:.3f} s"
+def test_serve_accepts_connections_and_logs_one_line(kind):
+    with serving(kind) as broker:
         broker.send_signal(signal.SIGTERM)
         assert broker.wait() == 0
         lines = broker.output().splitlines()
@@ -49,7 +48,7 @@ def test_serve_accepts_connections_within_half_a_second(kind):
 
 @pytest.mark.parametrize(("kind", "sig"), [("script", signal.SIGINT), ("module", signal.SIGTERM)])
 def test_signal_closes_clients_with_320_and_exits_0(kind, sig):
-    with serving(kind) as (broker, _):
+    with serving(kind) as broker:
         connection = pika.BlockingConnection(pika.URLParameters(broker.url))
         channel = connection.channel()
         channel.queue_declare("", exclusive=True)
@@ -63,7 +62,7 @@ def test_signal_closes_clients_with_320_and_exits_0(kind, sig):
 
 
 def test_serve_options_and_host(tmp_path):
-    with serving("module", "--host", "127.0.0.1", "--fsync", "never") as (broker, _):
+    with serving("module", "--host", "127.0.0.1", "--fsync", "never") as broker:
         connection = pika.BlockingConnection(pika.URLParameters(broker.url))
         assert connection.channel().is_open
         connection.close()
