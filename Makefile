@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test lint setup clean compat
+.PHONY: run test lint setup clean compat bench
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -23,6 +23,10 @@ test: $(STAMP)
 
 compat: $(STAMP)
 	$(BIN)/python -m compat_matrix
+
+# rabbitish (--fsync always) against a local RabbitMQ when installed; BENCH_ARGS e.g. --url URL
+bench: $(STAMP)
+	$(BIN)/python -m benchmarks $(BENCH_ARGS)
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
