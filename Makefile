@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 SPARK_STAMP := $(VENV)/.spark-installed
 
-.PHONY: run test lint setup spark clean compat
+.PHONY: run test lint setup spark clean compat bench
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -36,6 +36,10 @@ test: $(STAMP)
 
 compat: $(STAMP)
 	$(BIN)/python -m compat_matrix
+
+# rabbitish (--fsync always) against a local RabbitMQ when installed; BENCH_ARGS e.g. --url URL
+bench: $(STAMP)
+	$(BIN)/python -m benchmarks $(BENCH_ARGS)
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

@@ -24,6 +24,7 @@ from rabbitish.engine.sessions import SessionView
 from rabbitish.engine.transactions import Transaction
 from rabbitish.protocol import outgoing
 from rabbitish.protocol.framing import (
+    Chunk,
     decode_content_header,
     encode_close,
     encode_content,
@@ -330,21 +331,20 @@ class Channel:
                 self.global_volume += 1
         entry = delivery.entry
         message = entry.message
-        parts = [
+        parts: list[Chunk] = [
             outgoing.deliver(
                 self.id,
                 consumer.tag_bytes,
                 tag,
                 entry.delivery_count > 1,
-                outgoing.shortstr(message.exchange),
-                outgoing.shortstr(message.routing_key),
+                outgoing.names(message.exchange, message.routing_key),
             )
         ]
         encode_content(self.id, message.raw_properties, message.body, self.conn.frame_max, parts)
         self.conn.write_many(parts)
 
     def send_content(self, method_frame: bytes, raw_properties: bytes, body: bytes) -> None:
-        parts = [method_frame]
+        parts: list[Chunk] = [method_frame]
         encode_content(self.id, raw_properties, body, self.conn.frame_max, parts)
         self.conn.write_many(parts)
 

@@ -30,6 +30,7 @@ from rabbitish.protocol.dispatch import ROUTES, Routes
 from rabbitish.protocol.framing import (
     HEARTBEAT_FRAME,
     BadUtf8,
+    Chunk,
     FrameReader,
     FrameSyncError,
     MalformedTable,
@@ -137,7 +138,7 @@ class Connection:
         self.user: str | None = None
         self.client_properties: dict[str, Any] = {}
         self.capabilities: dict[str, Any] = {}
-        self._out: list[bytes] = []
+        self._out: list[Chunk] = []
         self.out_size = 0
         self._wake = wake or (lambda: None)
         self.should_close = False  # the I/O layer closes the socket once output is flushed
@@ -157,13 +158,13 @@ class Connection:
         self._out.append(data)
         self.out_size += len(data)
 
-    def write_many(self, parts: list[bytes]) -> None:
+    def write_many(self, parts: list[Chunk]) -> None:
         if self.state is _CLOSED or not parts:
             return
         if not self._out:
             self._wake()
         self._out.extend(parts)
-        self.out_size += sum(len(p) for p in parts)
+        self.out_size += sum(map(len, parts))
 
     def send_method(self, channel: int, method: Method) -> None:
         self.write(encode_method(channel, method))

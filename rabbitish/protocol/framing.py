@@ -30,8 +30,11 @@ PROTOCOL_HEADER_0_9 = b"AMQP\x01\x01\x00\x09"
 HEARTBEAT_FRAME = b"\x08\x00\x00\x00\x00\x00\x00\xce"
 
 _frame_header = struct.Struct(">BHI")
+Chunk = bytes | memoryview  # a piece of output: joined once when the I/O layer takes it
 _method_index = struct.Struct(">I")
 _content_header = struct.Struct(">HHQ")
+_header_frame = struct.Struct(">BHIHHQ")  # frame header, then class, weight, body size
+_body_after_header = struct.Struct(">BBHI")  # frame-end octet, then a body frame's header
 _uint32 = struct.Struct(">I")
 
 KNOWN_METHODS = frozenset(commands.INDEX_MAPPING)
@@ -316,24 +319,31 @@ def _longstr(data: bytes) -> bytes:
 
 
 def encode_content(
-    channel: int, raw_properties: bytes, body: bytes, frame_max: int, out: list[bytes]
+    channel: int, raw_properties: bytes, body: bytes, frame_max: int, out: list[Chunk]
 ) -> None:
-    """Append the content header frame and body frames (split at frame_max - 8) to `out`."""
-    header = _content_header.pack(60, 0, len(body)) + raw_properties
-    out.append(_frame_header.pack(FRAME_HEADER, channel, len(header)))
-    out.append(header)
-    out.append(FRAME_END_BYTE)
-    chunk = frame_max - FRAME_OVERHEAD
+    """Append the content header frame and body frames (split at frame_max - 8) to `out`. A
+    body that fits one frame goes out as three parts: the header frame with the body frame's
+    header, the body untouched, the frame-end octet. Larger bodies go out as views of the
+    body, so the output's one join is the only copy."""
     size = len(body)
+    header = _header_frame.pack(FRAME_HEADER, channel, 12 + len(raw_properties), 60, 0, size)
+    chunk = frame_max - FRAME_OVERHEAD
     if size <= chunk:
         if size:
-            out.append(_frame_header.pack(FRAME_BODY, channel, size))
+            out.append(
+                header
+                + raw_properties
+                + _body_after_header.pack(FRAME_END, FRAME_BODY, channel, size)
+            )
             out.append(body)
             out.append(FRAME_END_BYTE)
+        else:
+            out.append(header + raw_properties + FRAME_END_BYTE)
         return
+    out.append(header + raw_properties + FRAME_END_BYTE)
     view = memoryview(body)
     for start in range(0, size, chunk):
         part = view[start : start + chunk]
         out.append(_frame_header.pack(FRAME_BODY, channel, len(part)))
-        out.append(bytes(part))
+        out.append(part)
         out.append(FRAME_END_BYTE)

@@ -29,7 +29,7 @@ COMMANDS = {"script": SCRIPT, "module": MODULE}
 @contextmanager
 def serving(kind: str, *extra: str) -> Iterator[BrokerProcess]:
     """Start the broker process on a port of its choosing; yield it once a client completed the
-    AMQP handshake (start-up speed is measured by `python -m tests.benchmarks.startup`, not
+    AMQP handshake (start-up speed is measured by `python -m benchmarks.startup`, not
     asserted here). Stopped on exit."""
     with BrokerProcess(*extra, command=COMMANDS[kind]) as broker:
         RawClient(broker.url, timeout=1).open().close()

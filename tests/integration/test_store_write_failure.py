@@ -88,7 +88,7 @@ def test_a_1_0_transfer_the_store_cannot_write_is_rejected(tmp_path, uid):
     from proton import Message
     from proton.utils import BlockingConnection, SendException
 
-    from tests.benchmarks.amqp10 import DurableQueue
+    from benchmarks.amqp10 import DurableQueue
     from tests.support.amqp10 import proton_url
 
     with running_broker(data_dir=str(tmp_path / "data")) as broker:

@@ -5,68 +5,30 @@ transactions, a commit every B messages. Messages are encoded once up front and 
 read without decoding, so the client stays light; the broker's CPU time (from /proc, summed
 over its processes) is reported next to the rate because wall-clock is noisy on a small machine.
 
-    python -m tests.benchmarks.amqp10 [--messages 20000] [--body 1024] [--batch 100] [--rounds 3]
+    python -m benchmarks.amqp10 [--messages 20000] [--body 1024] [--batch 100] [--rounds 3]
 """
 
 from __future__ import annotations
 
 import argparse
-import os
 import tempfile
 import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from pathlib import Path
 
 from proton import Delivery, Message, Terminus
 from proton.handlers import MessagingHandler, TransactionHandler
 from proton.reactor import Container, LinkOption
 
+from benchmarks.measure import cpu_seconds, print_table, process_tree
 from tests.support.amqp10 import proton_url
 from tests.support.broker_process import BrokerProcess
 
 TIMEOUT = 120.0  # a scenario that takes longer has hung
 CREDIT = 500  # the receiver's link credit, topped up as messages arrive
 REFUSED = "refuses coordinator links"
-_TICKS = os.sysconf("SC_CLK_TCK")
-
-
-# ---------------------------------------------------------------------- broker CPU time
-def _stat(pid: int) -> list[str]:
-    """Fields of /proc/PID/stat after the command name (which may contain spaces)."""
-    text = Path(f"/proc/{pid}/stat").read_text()
-    return text[text.rindex(")") + 2 :].split()
-
-
-def _tree(root: int) -> list[int]:
-    """`root` and its live descendants: RabbitMQ runs beam.smp under a shell wrapper."""
-    children: dict[int, list[int]] = {}
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                children.setdefault(int(_stat(int(entry.name))[1]), []).append(int(entry.name))
-            except (OSError, ValueError):
-                continue  # gone meanwhile
-    found, todo = [], [root]
-    while todo:
-        pid = todo.pop()
-        found.append(pid)
-        todo.extend(children.get(pid, []))
-    return found
-
-
-def cpu_seconds(pids: list[int]) -> float:
-    """User + system CPU time of `pids` (including reaped threads of each process)."""
-    total = 0
-    for pid in pids:
-        try:
-            fields = _stat(pid)
-        except OSError:
-            continue
-        total += int(fields[11]) + int(fields[12])  # utime, stime
-    return total / _TICKS
 
 
 # ---------------------------------------------------------------------- client side
@@ -335,7 +297,7 @@ def main() -> None:
         with real_rabbitmq() as node:
             assert node._proc is not None
             name = f"RabbitMQ {node.version}"
-            columns[name] = run_broker(proton_url(node.url), _tree(node._proc.pid), args)
+            columns[name] = run_broker(proton_url(node.url), process_tree(node._proc.pid), args)
     print(
         f"{args.messages:,} messages of {args.body} bytes, "
         f"{'durable' if args.durable else 'transient'}, median of {args.rounds} rounds; "
@@ -349,9 +311,7 @@ def main() -> None:
             ours, theirs = cells
             ratio = f"x{ours.rate / theirs.rate:.2f}, x{ours.cpu_us / theirs.cpu_us:.2f}"
         rows.append([scenario, *(str(cell) for cell in cells), ratio])
-    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    for row in rows:
-        print("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)))
+    print_table(rows)
     if len(columns) == 1:
         print("RabbitMQ: not installed")
 

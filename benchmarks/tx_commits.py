@@ -3,8 +3,8 @@ commit, against any broker URL. With no URL it starts rabbitish (a separate proc
 and broker do not share a GIL) and, when rabbitmq-server is installed, a real RabbitMQ, and prints
 both in one table so the figures compare like for like.
 
-    python -m tests.benchmarks.tx_commits                 # rabbitish vs RabbitMQ
-    python -m tests.benchmarks.tx_commits --url amqp://guest:guest@localhost:5672/%2F
+    python -m benchmarks.tx_commits                 # rabbitish vs RabbitMQ
+    python -m benchmarks.tx_commits --url amqp://guest:guest@localhost:5672/%2F
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ import uuid
 
 import pika
 
+from benchmarks.measure import print_table
 from tests.support.broker_process import BrokerProcess
 
 
@@ -79,9 +80,7 @@ def main() -> None:
                 )
         else:
             rows.append(["RabbitMQ", "not installed", ""])
-    widths = [max(len(r[i]) for r in rows) for i in range(3)]
-    for row in rows:
-        print("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)))
+    print_table(rows)
 
 
 if __name__ == "__main__":

@@ -5,8 +5,8 @@ a plain 0-9-1 tx commit of the same batch (N publishes + tx.commit), on rabbitis
 rabbitmq-server is installed, on a real RabbitMQ. Persistent messages on durable queues, on a
 broker with a data directory (fsync every commit), so every figure includes the disk.
 
-    python -m tests.benchmarks.half_commits
-    python -m tests.benchmarks.half_commits --seconds 5 --url amqp://guest:guest@host:5672/%2F
+    python -m benchmarks.half_commits
+    python -m benchmarks.half_commits --seconds 5 --url amqp://guest:guest@host:5672/%2F
 """
 
 from __future__ import annotations
@@ -19,12 +19,12 @@ import uuid
 
 import pika
 
+from benchmarks.tx_commits import run_case
 from rabbitish.transactional import (
     AsyncTransactionProducer,
     LocalTransactionState,
     TransactionProducer,
 )
-from tests.benchmarks.tx_commits import run_case
 from tests.support.broker_process import BrokerProcess
 
 SIZES = (1, 10, 100)

@@ -2,7 +2,7 @@
 `rabbitish serve` on an empty in-memory store (median of several starts) and, when installed,
 a RabbitMQ node started the same way the differential tests start one.
 
-    python -m tests.benchmarks.startup [--runs 7]
+    python -m benchmarks.startup [--runs 7]
 """
 
 from __future__ import annotations

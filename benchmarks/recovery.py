@@ -2,7 +2,7 @@
 100k, 1 KiB bodies) on durable queues, then starts `rabbitish serve` on it and prints the time
 until it accepts AMQP connections and the process's resident memory once it does.
 
-    python -m tests.benchmarks.recovery [--messages 100000] [--body 1024] [--queues 4]
+    python -m benchmarks.recovery [--messages 100000] [--body 1024] [--queues 4]
 """
 
 from __future__ import annotations

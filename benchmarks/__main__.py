@@ -1,0 +1,97 @@
+"""`python -m benchmarks`: the project's benchmark suite, printed as a markdown table.
+
+With `--url` (repeatable) it runs against brokers already running; the broker's CPU is then not
+measured. Without, it compares: rabbitish in its own process on a temporary data dir with
+`--fsync always`, and a local RabbitMQ when one is installed, both started here and run in
+alternating rounds, the median round reported. The ratio column reads "times better than
+RabbitMQ" (rate over rate, or its latency over ours); the CPU ratio is ours over RabbitMQ's.
+Nothing here asserts a speed: the numbers are for people to read.
+
+    python -m benchmarks [--messages 20000] [--seconds 3] [--repeat 1] [--url URL ...]
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import statistics
+import tempfile
+from urllib.parse import urlparse
+
+from benchmarks import durable, transient
+from benchmarks.measure import Figure, markdown_table, process_tree
+from benchmarks.report import legend, machine, rows
+from tests.support.broker_process import BrokerProcess
+from tests.support.real_rabbitmq import rabbitmq_available, real_rabbitmq
+
+Brokers = dict[str, tuple[str, list[int]]]  # name -> (url, pids whose CPU counts)
+
+
+def run_suite(url: str, pids: list[int], args: argparse.Namespace) -> dict[str, Figure]:
+    """Every scenario once against one broker."""
+    results = durable.run_broker(url, pids, args.messages, args.seconds, args.body)
+    results.update(transient.run_broker(url, pids, args.transient, args.rounds, args.body))
+    return results
+
+
+def median_round(rounds: list[dict[str, Figure]]) -> dict[str, Figure]:
+    """Per scenario, the median of the rounds (rate and CPU each), so one noisy round neither
+    flatters nor sinks a broker."""
+    merged: dict[str, Figure] = {}
+    for name in rounds[0]:
+        cpus = [r[name][1] for r in rounds if r[name][1] is not None]
+        merged[name] = (
+            statistics.median(r[name][0] for r in rounds),
+            statistics.median(cpus) if cpus else None,
+        )
+    return merged
+
+
+def run(brokers: Brokers, args: argparse.Namespace) -> dict[str, dict[str, Figure]]:
+    """`args.repeat` rounds, each running the suite on every broker in turn."""
+    rounds: dict[str, list[dict[str, Figure]]] = {name: [] for name in brokers}
+    for _ in range(args.repeat):
+        for name, (url, pids) in brokers.items():
+            rounds[name].append(run_suite(url, pids, args))
+    return {name: median_round(results) for name, results in rounds.items()}
+
+
+def parse() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__)
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
+    parser.add_argument("--url", action="append", help="a running broker (repeatable)")
+    parser.add_argument("--messages", type=int, default=20_000, help="persistent, per scenario")
+    parser.add_argument("--transient", type=int, default=50_000, help="transient, per scenario")
+    parser.add_argument("--seconds", type=float, default=3.0, help="duration of each tx case")
+    parser.add_argument("--rounds", type=int, default=2000, help="latency round trips")
+    parser.add_argument("--body", type=int, default=100, help="body size in bytes")
+    parser.add_argument("--repeat", type=int, default=1, help="rounds; the median is reported")
+    parser.add_argument("--no-rabbitmq", action="store_true", help="rabbitish alone")
+    return parser.parse_args()
+
+
+def main() -> None:
+    args = parse()
+    with contextlib.ExitStack() as stack:
+        brokers: Brokers = {}
+        for url in args.url or ():
+            brokers[urlparse(url).netloc.rpartition("@")[2]] = (url, [])
+        if not args.url:
+            data_dir = stack.enter_context(tempfile.TemporaryDirectory(prefix="rabbitish-bench-"))
+            ours = stack.enter_context(BrokerProcess("--fsync", "always", data_dir=data_dir))
+            assert ours.proc is not None
+            brokers["rabbitish"] = (ours.url, [ours.proc.pid])
+            if rabbitmq_available() and not args.no_rabbitmq:
+                node = stack.enter_context(real_rabbitmq())
+                assert node._proc is not None
+                brokers[f"RabbitMQ {node.version}"] = (node.url, process_tree(node._proc.pid))
+        results = run(brokers, args)
+    print(machine(results, args))
+    print()
+    print(markdown_table(rows(results)))
+    print()
+    print(legend())
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,82 @@
+"""The durable scenarios, persistent messages on a durable queue: (a) published in confirm mode
+from a raw socket that pipelines them and waits for the last confirm, (b) one per tx.commit,
+(c) 100 per tx.commit, (d) consumed in a transaction (prefetch 100, a commit every 100 acks).
+`python -m benchmarks` runs them with the broker's CPU time per message next to each rate."""
+
+from __future__ import annotations
+
+import time
+import uuid
+
+import pika
+
+from benchmarks.measure import Figure, timed
+from benchmarks.wire import confirmed, open_channel
+from tests.support.raw_amqp import RawClient
+
+Result = tuple[int, float]  # messages, elapsed seconds
+
+
+def confirm_publish(url: str, queue: str, messages: int, body_size: int) -> Result:
+    """Persistent messages pipelined in confirm mode, until the last confirm."""
+    with RawClient(url).open() as client:
+        open_channel(client, confirm=True)
+        return messages, confirmed(client, queue, messages, body_size, 2)
+
+
+def tx_publish(url: str, queue: str, per_commit: int, seconds: float, body_size: int) -> Result:
+    conn = pika.BlockingConnection(pika.URLParameters(url))
+    ch = conn.channel()
+    ch.tx_select()
+    props = pika.BasicProperties(delivery_mode=2)
+    body = b"x" * body_size
+    sent = 0
+    start = time.perf_counter()
+    while time.perf_counter() - start < seconds:
+        for _ in range(per_commit):
+            ch.basic_publish("", queue, body, props)
+        ch.tx_commit()
+        sent += per_commit
+    elapsed = time.perf_counter() - start
+    conn.close()
+    return sent, elapsed
+
+
+def tx_ack(url: str, queue: str, messages: int) -> Result:
+    """Drain `messages` (already on the queue), acking each, a commit per 100 acks."""
+    conn = pika.BlockingConnection(pika.URLParameters(url))
+    ch = conn.channel()
+    ch.basic_qos(prefetch_count=100)
+    ch.tx_select()
+    got = 0
+    start = time.perf_counter()
+    for method, _props, _body in ch.consume(queue, inactivity_timeout=30):
+        if method is None:
+            raise RuntimeError(f"queue ran dry after {got} of {messages}")
+        ch.basic_ack(method.delivery_tag)
+        got += 1
+        if got % 100 == 0 or got == messages:
+            ch.tx_commit()
+        if got == messages:
+            break
+    elapsed = time.perf_counter() - start
+    ch.cancel()
+    conn.close()
+    return got, elapsed
+
+
+def run_broker(url: str, pids: list[int], messages: int, seconds: float, body: int) -> dict:
+    """The four scenarios on one durable queue: the confirmed publishes fill it for tx_ack."""
+    conn = pika.BlockingConnection(pika.URLParameters(url))
+    ch = conn.channel()
+    queue = f"bench-durable-{uuid.uuid4().hex[:8]}"
+    ch.queue_declare(queue, durable=True)
+    results: dict[str, Figure] = {}
+    results["confirm_publish"] = timed(pids, lambda: confirm_publish(url, queue, messages, body))
+    results["tx_ack"] = timed(pids, lambda: tx_ack(url, queue, messages))
+    results["tx_commit_1"] = timed(pids, lambda: tx_publish(url, queue, 1, seconds, body))
+    ch.queue_purge(queue)
+    results["tx_commit_100"] = timed(pids, lambda: tx_publish(url, queue, 100, seconds, body))
+    ch.queue_delete(queue)
+    conn.close()
+    return results

@@ -1,0 +1,22 @@
+"""The benchmark suite must keep running: `python -m benchmarks --url` against a broker in its
+own process with tiny counts. Only that it completes and reports every scenario is checked;
+no speed is asserted."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+from benchmarks.report import SCENARIOS
+from tests.support.broker_process import BrokerProcess
+
+
+def test_suite_runs_against_a_url_and_reports_every_scenario(tmp_path) -> None:
+    with BrokerProcess("--fsync", "always", data_dir=tmp_path) as broker:
+        argv = [sys.executable, "-m", "benchmarks", "--url", broker.url]
+        small = ["--messages", "200", "--transient", "300", "--seconds", "0.2", "--rounds", "20"]
+        done = subprocess.run(argv + small, capture_output=True, text=True, timeout=90)
+    assert done.returncode == 0, done.stderr
+    for scenario in SCENARIOS:
+        assert f"| {scenario} |" in done.stdout
+    assert "| geometric mean" not in done.stdout  # one broker: no ratios
