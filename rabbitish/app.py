@@ -77,6 +77,7 @@ class Broker:
                 CODEC,
                 _recovery_progress(),
                 self.config.store_backlog_limit,
+                self.config.page_out_bytes,
             )
         node, config, registry = self.node, self.config, self._connections
         self._server = await loop.create_server(

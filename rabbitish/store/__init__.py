@@ -10,7 +10,7 @@ from rabbitish.engine.message import PropertyCodec
 from rabbitish.engine.node import Node
 from rabbitish.store.journal import BACKLOG_LIMIT, SqliteJournal
 from rabbitish.store.lock import DataDirLock
-from rabbitish.store.pager import Pager
+from rabbitish.store.pager import KEEP_BYTES, Pager
 from rabbitish.store.recovery import RecoveryStats, recover
 from rabbitish.store.schema import StoreError, db_path, open_database
 
@@ -24,6 +24,7 @@ async def open_store(
     codec: PropertyCodec,
     progress: Callable[[int, int], None] | None = None,
     backlog_limit: int = BACKLOG_LIMIT,
+    page_out_bytes: int = KEEP_BYTES,
 ) -> tuple[SqliteJournal, RecoveryStats]:
     """Validate and recover `data_dir`, then journal every later durable change. Raises
     StoreError (one line: which file, what to do) without touching a file it cannot use."""
@@ -35,7 +36,7 @@ async def open_store(
     except StoreError:
         conn.close()
         raise
-    pager = Pager(path)
+    pager = Pager(path, page_out_bytes)
     try:
         stats = recover(conn, node, codec, pager, progress)
     finally:

@@ -324,7 +324,10 @@ class SqliteJournal:
             ),
             message.size,
         )
-        if self.pager is not None and queue.message_count > KEEP_IN_MEMORY:
+        pager = self.pager
+        if pager is not None and (
+            queue.message_count > KEEP_IN_MEMORY or queue.ready.bytes > pager.keep_bytes
+        ):
             self._page_candidates.append(message)
 
     def message_removed(self, queue: Queue, entry: QueueEntry) -> None:
