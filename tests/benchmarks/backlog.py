@@ -1,8 +1,8 @@
 """Memory at scale: fill a durable queue with a backlog of persistent messages (default 1 GiB
 of 64 KiB messages, published in confirm mode with a bounded window of unconfirmed messages),
 then drain it with one consumer. Prints the broker's resident memory (VmRSS from /proc: peak
-while filling, after the fill, peak while draining) and the fill and drain rates, for rabbitish
-and a local RabbitMQ in the same run (side_by_side.py).
+while filling, after the fill, peak while draining), the fill and drain rates and the broker's
+CPU time per message, for rabbitish and a local RabbitMQ in the same run (side_by_side.py).
 
     python -m tests.benchmarks.backlog [--mib 1024] [--body 65536] [--window 64]
     python -m tests.benchmarks.backlog --url amqp://... --pid PID   (one running broker)
@@ -20,6 +20,7 @@ from pathlib import Path
 import pika
 from pamqp import commands
 
+from tests.benchmarks.amqp10 import cpu_seconds
 from tests.benchmarks.side_by_side import add_broker_options, side_by_side
 from tests.support.raw_amqp import RawClient, content_header_frame, method_frame, raw_frame
 
@@ -127,12 +128,15 @@ def run_broker(url: str, pids: list[int], args: argparse.Namespace) -> dict[str,
     conn.channel().queue_declare(queue, durable=True)
     conn.close()
     idle = rss_bytes(pids)
+    cpu = cpu_seconds(pids)
     with PeakRss(pids) as filling:
         fill_s = fill(url, queue, count, args.body, args.window)
+    fill_cpu, cpu = cpu_seconds(pids) - cpu, cpu_seconds(pids)
     time.sleep(1.0)  # let the broker settle (page out, GC) before the steady-state figure
     after = rss_bytes(pids)
     with PeakRss(pids) as draining:
         drain_s = drain(url, queue, count)
+    drain_cpu = cpu_seconds(pids) - cpu
     mib = count * args.body / MIB
     return {
         "idle RSS MiB": idle / MIB,
@@ -140,8 +144,10 @@ def run_broker(url: str, pids: list[int], args: argparse.Namespace) -> dict[str,
         "RSS with the backlog MiB": after / MIB,
         "peak RSS while draining MiB": draining.peak / MIB,
         "fill MiB/s": mib / fill_s,
+        "fill: broker CPU us/msg": fill_cpu / count * 1e6,
         "drain msgs/s": count / drain_s,
         "drain MiB/s": mib / drain_s,
+        "drain: broker CPU us/msg": drain_cpu / count * 1e6,
     }
 
 
