@@ -66,6 +66,7 @@ class Broker:
             codec=CODEC,
             half=HalfSettings(self.config.half_check_interval, self.config.half_check_max),
         )
+        self.node.alarms.listen(self._alarms_changed)
         if not self.config.in_memory:
             from rabbitish.store import open_store
 
@@ -75,6 +76,8 @@ class Broker:
                 self.node,
                 CODEC,
                 _recovery_progress(),
+                self.config.store_backlog_limit,
+                self.config.page_out_bytes,
             )
         node, config, registry = self.node, self.config, self._connections
         self._server = await loop.create_server(
@@ -93,6 +96,13 @@ class Broker:
                     self.config.management_port,
                     err.strerror or err,
                 )
+
+    def _alarms_changed(self) -> None:
+        """Tell every connection; front ends that block publishers act on it."""
+        for proto in list(self._connections):
+            changed = getattr(proto, "alarms_changed", None)
+            if changed is not None:
+                changed()
 
     async def start_management(self, port: int = 0) -> int:
         """Serve the management HTTP API on `port` (0: any free port); returns the port."""

@@ -32,6 +32,12 @@ class Config:
     # once its x-check-immunity has passed, and how many checks before it is rolled back.
     half_check_interval: float = 5.0
     half_check_max: int = 15
+    # While store writes fail: bytes of unwritten persistent messages kept for the retries before
+    # durable queues refuse (nack) more.
+    store_backlog_limit: int = 64 * 1024 * 1024
+    # Bytes of ready messages a durable queue keeps in memory; past them (or past 1000 messages)
+    # the bodies of persistent messages stay on disk only and are read back ahead of consumers.
+    page_out_bytes: int = 16 * 1024 * 1024
 
     @property
     def in_memory(self) -> bool:

@@ -20,6 +20,10 @@ Failed = Callable[[str], None]  # called with the reason the store could not wri
 
 
 class Journal(Protocol):
+    # True while writes fail and the unwritten backlog is at its bound: durable queues then
+    # refuse persistent messages (nacked), so a store that cannot write cannot fill memory.
+    refusing: bool
+
     def exchange_declared(self, exchange: Exchange, arg_types: dict[str, str]) -> None: ...
 
     def exchange_deleted(self, exchange: Exchange) -> None: ...
@@ -68,6 +72,7 @@ class NullJournal:
     """No durability (:memory: mode): nothing is written, every change counts as synced."""
 
     position = 0
+    refusing = False
 
     def exchange_declared(self, exchange: Exchange, arg_types: dict[str, str]) -> None:
         pass

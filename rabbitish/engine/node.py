@@ -4,6 +4,7 @@ it."""
 
 from __future__ import annotations
 
+from rabbitish.engine.alarms import Alarms
 from rabbitish.engine.auth import User, UserDatabase
 from rabbitish.engine.clock import Scheduler
 from rabbitish.engine.half import HalfSettings, HalfView
@@ -36,6 +37,7 @@ class Node:
         )
         self.connections: set[FrontEndConnection] = set()
         self.transactions = TransactionRegistry()
+        self.alarms = Alarms()  # raised while publishers must wait (store writes failing)
 
     def vhost(self, name: str) -> VirtualHost | None:
         return self.vhosts.get(name)

@@ -87,7 +87,10 @@ class Queue:
 
     # ------------------------------------------------------------------ publish side
     def enqueue(self, message: Message) -> bool:
-        """Add a published message. False when x-overflow reject-publish refuses it."""
+        """Add a published message. False when x-overflow reject-publish refuses it, or when
+        the store, failing to write, holds as much unwritten work as it may (`refusing`)."""
+        if self.durable and message.persistent and self.vhost.journal.refusing:
+            return False
         args = self.args
         if args.rejects_overflow and self.would_overflow(
             len(self.ready), self.ready.bytes, message.size

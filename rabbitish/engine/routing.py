@@ -41,6 +41,7 @@ class Router:
     half: HalfRegistry
     # Direct reply-to: pseudo-queue name -> deliver function of the consuming channel.
     reply_to_targets: dict[str, Callable[[Message], None]]
+    publishes: int
 
     def rs(self, kind: str, name: str) -> str:
         raise NotImplementedError
@@ -59,6 +60,7 @@ class Router:
         mandatory outcome. In a transaction the queues are resolved now and the work is staged;
         a mandatory return then happens at commit. A half message (x-half-txn) is routed, then
         held invisible; a publish to amq.rabbitish.txn decides one (engine/half.py)."""
+        self.publishes += 1
         if isinstance(exchange, str):
             exchange = self.publish_exchange(exchange)
         effect: Effect | None = None

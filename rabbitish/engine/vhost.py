@@ -59,6 +59,7 @@ class VirtualHost(Router):
         self.exchange_arg_types: dict[str, dict[str, str]] = {}
         # Direct reply-to: pseudo-queue name -> deliver function of the consuming channel.
         self.reply_to_targets: dict[str, Callable[[Message], None]] = {}
+        self.publishes = 0  # publish calls so far: a front end tells a publishing connection by it
         self.exchanges[""] = DefaultExchange(self.name, self.queues)
         for name_, type_ in PREDECLARED:
             self.exchanges[name_] = exchange_type(type_)(self.name, name_, durable=True)

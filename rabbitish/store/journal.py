@@ -9,7 +9,10 @@ on the event loop thread).
 
 A batch that cannot be written (disk full, I/O error) is rolled back and kept: its waiters are
 told at once (confirms are nacked, commits fail), the reason is logged, and the writer tries it
-again, with whatever came after, until a write succeeds. Recovery fills the engine before this
+again, with whatever came after, until a write succeeds. Meanwhile the node's "store" alarm is
+raised (front ends block publishing connections, as RabbitMQ does on a disk alarm), and once the
+unwritten message bodies pass `backlog_limit` bytes, durable queues refuse persistent messages
+(`refusing`), so retrying cannot grow memory without bound. Recovery fills the engine before this
 journal is attached, so it journals only changes made after start."""
 
 from __future__ import annotations
@@ -42,6 +45,8 @@ if TYPE_CHECKING:
 log = logging.getLogger("rabbitish.store")
 
 RETRY_DELAY = 1.0  # seconds between attempts while writes fail
+BACKLOG_LIMIT = 64 * 1024 * 1024  # default bytes of unwritten messages kept while writes fail
+OP_OVERHEAD = 256  # bytes counted per message record besides its body
 
 Waiter = tuple[int, Synced, Failed | None]
 
@@ -65,7 +70,13 @@ def _reason(err: BaseException) -> str:
 
 
 class SqliteJournal:
-    def __init__(self, path: Path, fsync: bool, clock: Callable[[], float]) -> None:
+    def __init__(
+        self,
+        path: Path,
+        fsync: bool,
+        clock: Callable[[], float],
+        backlog_limit: int = BACKLOG_LIMIT,
+    ) -> None:
         self.path = path
         self.fsync = fsync
         self.clock = clock  # the engine's monotonic clock, to turn expiry times into wall time
@@ -84,6 +95,12 @@ class SqliteJournal:
         self._page_candidates: list[Message] = []
         self.batches = 0
         self.failure: str | None = None  # why the last write failed, until one succeeds
+        self.backlog_limit = backlog_limit
+        self._new_bytes = 0  # message bytes queued since the writer last took a batch
+        self._batch_bytes = 0  # ...and in the batch being written (or failed and kept)
+        self.refusing = False
+        # Called with the reason when writes start failing and with None when one succeeds.
+        self.on_failure: Callable[[str | None], None] | None = None
         # Test hook, run on the writer thread before each batch: raising there fails the batch
         # the way a full disk would.
         self.before_write: Callable[[], None] | None = None
@@ -131,6 +148,13 @@ class SqliteJournal:
         self.position += 1
         self._wake.set()
 
+    def _message_op(self, op: ops.Op, size: int) -> None:
+        """A record carrying a body: counted towards the backlog bound while writes fail."""
+        self._op(op)
+        self._new_bytes += size + OP_OVERHEAD
+        if self.failure is not None and not self.refusing:
+            self.refusing = self._batch_bytes + self._new_bytes >= self.backlog_limit
+
     async def _writer(self) -> None:
         loop = asyncio.get_running_loop()
         while True:
@@ -138,6 +162,8 @@ class SqliteJournal:
             self._wake.clear()
             if self._ops:
                 batch, self._ops = self._ops, []
+                self._batch_bytes += self._new_bytes
+                self._new_bytes = 0
                 candidates, self._page_candidates = self._page_candidates, []
                 upto = self.position
                 try:
@@ -167,6 +193,10 @@ class SqliteJournal:
         if self.failure is not None:
             log.warning("journal writes succeed again after: %s", self.failure)
             self.failure = None
+            self.refusing = False
+            if self.on_failure is not None:
+                self.on_failure(None)
+        self._batch_bytes = 0
         self.synced = upto
         self.batches += 1
         if self.pager is not None:
@@ -180,6 +210,7 @@ class SqliteJournal:
     def _failed(self, err: Exception, upto: int) -> None:
         """Tell every waiter the failed batch covers; log the reason once per failure spell."""
         reason = _reason(err)
+        self.refusing = self._batch_bytes + self._new_bytes >= self.backlog_limit
         if self.failure is None:
             log.error(
                 "journal write failed (%s) in %s: %d changes not on disk; publishes are "
@@ -189,6 +220,8 @@ class SqliteJournal:
                 len(self._ops),
                 RETRY_DELAY,
             )
+        if self.failure != reason and self.on_failure is not None:
+            self.on_failure(reason)
         self.failure = reason
         waiters = self._waiters
         while waiters and waiters[0][0] <= upto:
@@ -279,7 +312,7 @@ class SqliteJournal:
         expires = None
         if entry.expires_at is not None:
             expires = time.time() + (entry.expires_at - self.clock())
-        self._op(
+        self._message_op(
             ops.Enqueue(
                 queue.vhost.name,
                 queue.name,
@@ -288,9 +321,13 @@ class SqliteJournal:
                 message.body,
                 int(entry.delivery_count > 0),
                 expires,
-            )
+            ),
+            message.size,
         )
-        if self.pager is not None and queue.message_count > KEEP_IN_MEMORY:
+        pager = self.pager
+        if pager is not None and (
+            queue.message_count > KEEP_IN_MEMORY or queue.ready.bytes > pager.keep_bytes
+        ):
             self._page_candidates.append(message)
 
     def message_removed(self, queue: Queue, entry: QueueEntry) -> None:
@@ -304,7 +341,8 @@ class SqliteJournal:
 
     # ------------------------------------------------------------------ half messages
     def half_held(self, queue: Queue, message: Message, txn_id: str, ord_: int) -> None:
-        self._op(ops.HoldHalf(queue.vhost.name, txn_id, ord_, queue.name, message, message.body))
+        op = ops.HoldHalf(queue.vhost.name, txn_id, ord_, queue.name, message, message.body)
+        self._message_op(op, message.size)
 
     def half_txn_saved(self, vhost: str, txn: HalfTxn) -> None:
         self._op(

@@ -1,7 +1,9 @@
 """Message bodies of long queues live on disk, not in memory. Once a persistent message on a
-durable queue is synced and its queue holds more than KEEP_IN_MEMORY ready messages, its body is
-dropped; when a consumer reaches it, the body is read back, together with the bodies of the next
-few paged messages (queues drain in id order, so one read serves a run of deliveries)."""
+durable queue is synced and its queue holds more than KEEP_IN_MEMORY ready messages or more than
+`keep_bytes` bytes of them (Config.page_out_bytes), its body is dropped; when a consumer reaches
+it, the body is read back, together with the bodies of the next paged messages, up to READ_AHEAD
+of them or READ_AHEAD_BYTES (queues drain in id order, so one read serves a run of deliveries).
+Short queues of small messages never page, so their path stays as it was."""
 
 from __future__ import annotations
 
@@ -13,11 +15,14 @@ from urllib.parse import quote
 from rabbitish.engine.message import Message
 
 KEEP_IN_MEMORY = 1000  # ready messages per queue whose bodies stay in memory
+KEEP_BYTES = 16 * 1024 * 1024  # default bytes of ready messages per queue kept in memory
 READ_AHEAD = 256
+READ_AHEAD_BYTES = 4 * 1024 * 1024  # bodies read back by one read, at most (about)
 
 
 class Pager:
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, keep_bytes: int = KEEP_BYTES) -> None:
+        self.keep_bytes = keep_bytes
         # Reads only, on the event loop thread; WAL lets them run beside the writer.
         uri = f"file:{quote(str(path.resolve()))}?mode=ro"
         self._db = sqlite3.connect(uri, uri=True, check_same_thread=False)
@@ -35,7 +40,7 @@ class Pager:
         self.paged.pop(message.id, None)
         rows = self._db.execute(
             "SELECT id, body FROM messages WHERE id >= ? ORDER BY id LIMIT ?",
-            (message.id, READ_AHEAD),
+            (message.id, max(1, min(READ_AHEAD, READ_AHEAD_BYTES // max(1, message.size)))),
         ).fetchall()
         self.reads += 1
         body = None

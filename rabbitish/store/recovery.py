@@ -120,8 +120,9 @@ def recover(
     messages: dict[int, Message] = {}
     max_id = 0
     now_wall, now_mono = time.time(), node.scheduler.now()
-    # Bodies are not read here: the first KEEP_IN_MEMORY messages of each queue get theirs in
-    # one pass below, the rest stay on disk until a consumer reaches them.
+    # Bodies are not read here: the first KEEP_IN_MEMORY messages of each queue (up to the
+    # pager's keep_bytes) get theirs in one pass below, the rest stay on disk until a consumer
+    # reaches them.
     rows = conn.execute(
         "SELECT qm.vhost, qm.queue, qm.seq, qm.delivered, qm.expires_at, m.id, m.exchange, "
         "m.routing_key, m.properties, length(m.body), m.priority, m.expiration_ms "
@@ -130,7 +131,7 @@ def recover(
     )
     current = None
     current_key = None
-    position = 0
+    position = kept_bytes = 0
     wanted: set[int] = set()
     for (
         vhost_name,
@@ -150,7 +151,7 @@ def recover(
             current_key = (vhost_name, queue_name)
             vhost = node.vhosts.get(vhost_name)
             current = vhost.queues.get(queue_name) if vhost is not None else None
-            position = 0
+            position = kept_bytes = 0
         if current is None:
             continue
         message = messages.get(mid)
@@ -164,8 +165,9 @@ def recover(
             pager.paged[mid] = message
             messages[mid] = message
             max_id = max(max_id, mid)
-        if position < KEEP_IN_MEMORY:
+        if position < KEEP_IN_MEMORY and kept_bytes <= pager.keep_bytes:
             wanted.add(mid)
+            kept_bytes += size
         position += 1
         expires_mono = None if expires_at is None else now_mono + (expires_at - now_wall)
         current.restore(seq, message, bool(delivered), expires_mono)

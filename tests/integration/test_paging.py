@@ -74,3 +74,30 @@ def test_message_also_on_a_transient_queue_keeps_its_body(tmp_path):
         assert _drain(broker.url, "durable-copy") == [_body(i) for i in range(COUNT)]
         # The durable copies are acked and gone from disk; the transient queue still has all.
         assert _drain(broker.url, "transient-copy") == [_body(i) for i in range(COUNT)]
+
+
+def _publish_big(url: str, queue: str, count: int, size: int) -> None:
+    conn = pika.BlockingConnection(pika.URLParameters(url))
+    ch = conn.channel()
+    ch.queue_declare(queue, durable=True)
+    ch.confirm_delivery()
+    for i in range(count):
+        ch.basic_publish("", queue, f"{i:06d}".encode() * (size // 6), PERSISTENT)
+    conn.close()
+
+
+def test_a_queue_past_its_byte_limit_pages_out_large_bodies(tmp_path):
+    """Fewer than KEEP_IN_MEMORY messages, but more bytes than page_out_bytes: past the limit,
+    bodies leave memory; they come back in order, also after a restart."""
+    count, size, limit = 200, 6 * 1024, 96 * 1024
+    expected = [f"{i:06d}".encode() * (size // 6) for i in range(count)]
+    with running_broker(data_dir=str(tmp_path), page_out_bytes=limit) as broker:
+        _publish_big(broker.url, "big", count, size)
+        _publish_big(broker.url, "big-restart", count, size)
+        queue = broker.node.vhosts["/"].queues["big"]
+        kept = sum(entry.message.in_memory for entry in queue.ready)
+        assert kept <= limit // size + 2
+        assert _drain(broker.url, "big") == expected
+    with running_broker(data_dir=str(tmp_path), page_out_bytes=limit) as broker:
+        assert _paged(broker) >= count - (limit // size + 1)
+        assert _drain(broker.url, "big-restart") == expected

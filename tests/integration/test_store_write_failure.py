@@ -32,11 +32,9 @@ async def test_failed_writes_nack_confirms_and_fail_commits(tmp_path, uid, caplo
             ok = await ch.basic_publish(b"before", routing_key=uid, properties=PERSISTENT)
             assert isinstance(ok, Basic.Ack)
 
+            # The first failure: once it is known, publishing connections are blocked
+            # (test_store_alarm.py), so a commit sent after it waits for the disk instead.
             broker.journal.before_write = disk_full
-            with pytest.raises(aiormq.exceptions.DeliveryError, match="Nack"):
-                await ch.basic_publish(b"during", routing_key=uid, properties=PERSISTENT)
-            assert broker.journal.failure == "OperationalError: database or disk is full"
-
             tx_conn = await aiormq.connect(broker.url)
             tx = await tx_conn.channel(publisher_confirms=False)
             await tx.tx_select()
@@ -44,6 +42,10 @@ async def test_failed_writes_nack_confirms_and_fail_commits(tmp_path, uid, caplo
             with pytest.raises(aiormq.exceptions.ConnectionInternalError):
                 await tx.tx_commit()
             assert tx_conn.is_closed
+            assert broker.journal.failure == "OperationalError: database or disk is full"
+
+            with pytest.raises(aiormq.exceptions.DeliveryError, match="Nack"):
+                await ch.basic_publish(b"during", routing_key=uid, properties=PERSISTENT)
 
             broker.journal.before_write = None
             ok = await ch.basic_publish(b"after", routing_key=uid, properties=PERSISTENT)

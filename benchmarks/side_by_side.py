@@ -1,0 +1,44 @@
+"""One benchmark against rabbitish (its own process on a temporary data dir, `--fsync always`)
+and a local RabbitMQ when installed, in the same run, or against one running broker (`--url`),
+so that every figure it prints has its counterpart measured under the same load."""
+
+from __future__ import annotations
+
+import argparse
+import tempfile
+from collections.abc import Callable
+from typing import TypeVar
+
+from benchmarks.measure import process_tree
+from tests.support.broker_process import BrokerProcess
+
+T = TypeVar("T")
+Run = Callable[[str, list[int], argparse.Namespace], T]
+
+
+def add_broker_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--only", choices=["rabbitish", "rabbitmq"])
+    parser.add_argument("--url", help="only this running broker")
+    parser.add_argument("--pid", type=int, action="append", default=[], help="its process(es)")
+
+
+def side_by_side(args: argparse.Namespace, run: Run[T]) -> dict[str, T]:
+    """`run(url, pids, args)` per broker, keyed by the broker's name."""
+    columns: dict[str, T] = {}
+    if args.url:
+        columns[args.url] = run(args.url, args.pid, args)
+        return columns
+    if args.only != "rabbitmq":
+        with (
+            tempfile.TemporaryDirectory(prefix="rabbitish-bench-") as data_dir,
+            BrokerProcess("--fsync", "always", data_dir=data_dir) as broker,
+        ):
+            assert broker.proc is not None
+            columns["rabbitish"] = run(broker.url, [broker.proc.pid], args)
+    from tests.support.real_rabbitmq import rabbitmq_available, real_rabbitmq
+
+    if args.only != "rabbitish" and rabbitmq_available():
+        with real_rabbitmq() as node:
+            assert node._proc is not None
+            columns[f"RabbitMQ {node.version}"] = run(node.url, process_tree(node._proc.pid), args)
+    return columns

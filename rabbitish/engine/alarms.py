@@ -1,0 +1,35 @@
+"""Resource alarms, RabbitMQ's word for "stop taking publishes": while any alarm is raised, the
+front ends block publishing connections (0-9-1 connection.blocked and no more reads) and lift
+the block when the last alarm clears. The store raises one while its writes fail."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+
+class Alarms:
+    def __init__(self) -> None:
+        self.active: dict[str, str] = {}  # source -> reason, e.g. "store" -> "disk is full"
+        self._listeners: list[Callable[[], None]] = []
+
+    @property
+    def reason(self) -> str | None:
+        """The reason a blocked client is told (the first alarm raised), None without alarms."""
+        return next(iter(self.active.values()), None)
+
+    def listen(self, callback: Callable[[], None]) -> None:
+        """Call `callback` after every change of the set of alarms."""
+        self._listeners.append(callback)
+
+    def raise_alarm(self, source: str, reason: str) -> None:
+        if self.active.get(source) != reason:
+            self.active[source] = reason
+            self._changed()
+
+    def clear(self, source: str) -> None:
+        if self.active.pop(source, None) is not None:
+            self._changed()
+
+    def _changed(self) -> None:
+        for callback in list(self._listeners):
+            callback()
