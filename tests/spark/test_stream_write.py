@@ -1,5 +1,6 @@
 """Streaming writes: exact counts through a task retry, and a query restarted from its
-checkpoint that reruns a batch the sink had already committed publishes it no second time."""
+checkpoint that reruns a batch the sink had already committed publishes it no second time, and
+what a dead run left held under the restarted run's IDs never becomes visible."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pika
 import pytest
 
 pytest.importorskip("pyspark", reason="pyspark is not installed: pip install -e '.[spark]'")
@@ -16,7 +18,8 @@ from pyspark import TaskContext
 from pyspark.sql import functions as F
 from pyspark.sql.types import StringType
 
-from rabbitish.spark.stream_writer import marker_queue
+from rabbitish.spark.broker import HALF_HEADER
+from rabbitish.spark.stream_writer import batch_txn_id, marker_queue
 from rabbitish.testing import call_in_loop
 from tests.support.clients import bodies, pika_channel
 
@@ -106,6 +109,15 @@ def test_a_restarted_query_publishes_no_batch_twice(spark, amqp_url, request, ui
     for name in ("2", ".2.crc"):
         (checkpoint / "commits" / name).unlink()
     _files(source, 3, 4)
+    if rabbitish:
+        # A dead run that got as far as batch 3 left a row held under the ID the new run's
+        # first attempt of batch 3 partition 0 uses: the task clears it before publishing.
+        with pika_channel(amqp_url) as ch:
+            ch.tx_select()
+            headers = {HALF_HEADER: batch_txn_id(first.id, 3, 0, 0)}
+            props = pika.BasicProperties(headers=headers, delivery_mode=2)
+            ch.basic_publish("", uid, b"left by a dead run", props)
+            ch.tx_commit()
     second = _run(spark, source, checkpoint, amqp_url, uid)
     assert second.id == first.id and second.runId != first.runId
     assert [p["batchId"] for p in second.recentProgress] == [2, 3]
