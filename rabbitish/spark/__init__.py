@@ -1,5 +1,5 @@
-"""Spark reads queues and writes exchanges through the `amqp` PySpark data source
-(`pip install 'rabbitish[spark]'`; docs/spark.md):
+"""Spark reads queues and writes exchanges (batch and streaming) through the `amqp` PySpark
+data source (`pip install 'rabbitish[spark]'`; docs/spark.md):
 
     spark.dataSource.register(AmqpDataSource)
     spark.read.format("amqp").option("queue", "orders").load()

@@ -30,6 +30,7 @@ class AmqpOptions:
         """Spark hands options over as a case-insensitive dict of strings."""
         lowered = {key.lower(): value for key, value in options.items()}
         known = {"url", "queue", "exchange", "routingkey", "mode", "maxmessages", "path"}
+        known.add("checkpointlocation")  # writeStream passes it to the sink too
         unknown = sorted(set(lowered) - known)
         if unknown:
             raise AmqpOptionError(f"unknown amqp option(s): {', '.join(unknown)}")

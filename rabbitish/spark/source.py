@@ -2,18 +2,25 @@
 
 from __future__ import annotations
 
-from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceWriter
+from pyspark.sql.datasource import (
+    DataSource,
+    DataSourceReader,
+    DataSourceStreamWriter,
+    DataSourceWriter,
+)
 from pyspark.sql.types import StructType
 
 from rabbitish.spark.options import AmqpOptions
 from rabbitish.spark.reader import AmqpReader
 from rabbitish.spark.schema import SCHEMA
+from rabbitish.spark.stream_writer import AmqpStreamWriter
 from rabbitish.spark.writer import AmqpWriter
 
 
 class AmqpDataSource(DataSource):
-    """`spark.dataSource.register(AmqpDataSource)`, then `format("amqp")` for reads and writes
-    (options: url, queue, exchange, routingKey, mode, maxMessages; docs/spark.md)."""
+    """`spark.dataSource.register(AmqpDataSource)`, then `format("amqp")` for reads, writes and
+    streaming writes (options: url, queue, exchange, routingKey, mode, maxMessages;
+    docs/spark.md)."""
 
     @classmethod
     def name(cls) -> str:
@@ -27,3 +34,6 @@ class AmqpDataSource(DataSource):
 
     def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
         return AmqpWriter(AmqpOptions.parse(self.options), schema)
+
+    def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamWriter:
+        return AmqpStreamWriter(AmqpOptions.parse(self.options), schema)

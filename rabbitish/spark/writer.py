@@ -5,9 +5,10 @@ behind where the broker can help it."""
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
+from pika.adapters.blocking_connection import BlockingChannel
 from pyspark import TaskContext
 from pyspark.sql import Row
 from pyspark.sql.datasource import DataSourceWriter, WriterCommitMessage
@@ -57,22 +58,11 @@ class AmqpWriter(DataSourceWriter):
         partition = context.partitionId() if context else 0
         attempt = context.attemptNumber() if context else 0
         txn_id = self.txn_id(partition, attempt) if self.half else None
-        rows = 0
         with session(self.options.url, tx=True) as amqp:
             if txn_id is not None and not amqp.half:
                 raise RuntimeError(f"the broker no longer announces {HALF_CAPABILITY}")
-            channel = amqp.channel
-            for row in iterator:
-                publish = row_publish(row.asDict(), self.options.exchange, self.options.routing_key)
-                if txn_id is not None:
-                    headers = dict(publish.properties.headers or {})
-                    headers[HALF_HEADER] = txn_id
-                    publish.properties.headers = headers
-                channel.basic_publish(
-                    publish.exchange, publish.routing_key, publish.body, publish.properties
-                )
-                rows += 1
-            channel.tx_commit()
+            rows = publish_rows(amqp.channel, iterator, self.options, txn_id)
+            amqp.channel.tx_commit()
         return TaskCommit(partition, attempt, rows, txn_id)
 
     def commit(self, messages: list[WriterCommitMessage | None]) -> None:
@@ -92,12 +82,7 @@ class AmqpWriter(DataSourceWriter):
 
     def _other_ids(self, messages: list[WriterCommitMessage | None], keep: set[str]) -> list[str]:
         highest = max((m.attempt for m in _commits(messages)), default=0)
-        return [
-            txn_id
-            for partition in range(len(messages))
-            for attempt in range(highest + 1 + SWEEP_MARGIN)
-            if (txn_id := self.txn_id(partition, attempt)) not in keep
-        ]
+        return sweep(self.txn_id, len(messages), highest, keep)
 
     def _decide(self, commit: list[str], rollback: list[str]) -> None:
         with session(self.options.url, tx=True) as amqp:
@@ -108,3 +93,35 @@ class AmqpWriter(DataSourceWriter):
 
 def _commits(messages: list[WriterCommitMessage | None]) -> list[TaskCommit]:
     return [m for m in messages if isinstance(m, TaskCommit)]
+
+
+def publish_rows(
+    channel: BlockingChannel, rows: Iterator[Row], options: AmqpOptions, txn_id: str | None
+) -> int:
+    """Publish every row (as half messages of `txn_id` when given); returns the count. The
+    caller commits the channel's tx."""
+    count = 0
+    for row in rows:
+        publish = row_publish(row.asDict(), options.exchange, options.routing_key)
+        if txn_id is not None:
+            headers = dict(publish.properties.headers or {})
+            headers[HALF_HEADER] = txn_id
+            publish.properties.headers = headers
+        channel.basic_publish(
+            publish.exchange, publish.routing_key, publish.body, publish.properties
+        )
+        count += 1
+    return count
+
+
+def sweep(
+    txn_id: Callable[[int, int], str], partitions: int, highest: int, keep: set[str]
+) -> list[str]:
+    """Every attempt ID a job may have used, up to SWEEP_MARGIN past the highest reported
+    attempt, except those in `keep`."""
+    return [
+        name
+        for partition in range(partitions)
+        for attempt in range(highest + 1 + SWEEP_MARGIN)
+        if (name := txn_id(partition, attempt)) not in keep
+    ]

@@ -1,4 +1,4 @@
-"""One local Spark session per test module (JVM start-up is the slow part), pointed at the
+"""One local Spark session for the whole run (JVM start-up is the slow part), pointed at the
 session's in-process rabbitish; tasks get three attempts (local[2,3]) so retries can be
 tested. Skips, saying why, without Java or the spark extra."""
 
@@ -26,7 +26,7 @@ def missing() -> str | None:
     return None
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def spark() -> Iterator[Any]:
     reason = missing()
     if reason:
