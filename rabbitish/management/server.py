@@ -17,6 +17,7 @@ from aiohttp import web
 from rabbitish.management import listing
 from rabbitish.management.api import Api
 from rabbitish.management.errors import NOT_FOUND_BODY, ApiError, bad_request
+from rabbitish.management.format import NODE
 
 log = logging.getLogger("rabbitish.management")
 
@@ -185,10 +186,31 @@ class ManagementServer:
         )
         get("/api/links", self._list(lambda r, u: a.list_links(u)))
         get("/api/links/{vhost}", self._list(lambda r, u: a.list_links(u, r["vhost"])))
-        for check in ("alarms", "local-alarms"):
-            get(f"/api/health/checks/{check}", self._read(lambda r, u: {"status": "ok"}))
+        get("/api/health/checks/alarms", self._alarm_check("in effect in the cluster"))
+        get("/api/health/checks/local-alarms", self._alarm_check("in effect on the node"))
 
     # ------------------------------------------------------------------ handler factories
+    def _alarm_check(self, where: str) -> Handler:
+        """RabbitMQ's alarm health checks: 200 ok, or 503 with the alarms in effect. A store
+        whose writes fail raises rabbitish's one alarm, reported as RabbitMQ reports a disk
+        alarm, with the store's reason beside it."""
+        alarms = self.api.node.alarms
+
+        async def handler(request: web.Request) -> web.StreamResponse:
+            if not alarms.active:
+                return _json({"status": "ok"})
+            body = {
+                "status": "failed",
+                "reason": f"resource alarm(s) {where}",
+                "alarms": [
+                    {"node": NODE, "resource": "disk", "reason": reason}
+                    for reason in alarms.active.values()
+                ],
+            }
+            return _json(body, status=503)
+
+        return handler
+
     @staticmethod
     def _read(fn: Callable[[Any, Any], Any]) -> Handler:
         async def handler(request: web.Request) -> web.StreamResponse:

@@ -13,6 +13,7 @@ import pika.exceptions
 import pytest
 
 from rabbitish.testing import running_broker
+from tests.support.management import Api
 from tests.support.waiting import wait_until
 
 PERSISTENT = pika.BasicProperties(delivery_mode=2)
@@ -126,4 +127,33 @@ def test_unwritten_work_is_bounded_while_writes_fail(tmp_path, uid, monkeypatch)
         ch = conn.channel()
         ch.confirm_delivery()
         ch.basic_publish("", uid, body, PERSISTENT)
+        conn.close()
+
+
+def test_the_alarm_health_checks_fail_while_writes_fail(tmp_path, uid):
+    """RabbitMQ's /api/health/checks/(local-)alarms answer 503 with the alarms in effect."""
+    with running_broker(data_dir=str(tmp_path / "data"), management=True) as broker:
+        api = Api(broker.url, f"http://127.0.0.1:{broker.management_port}", "rabbitish")
+        assert api.ok("GET", "/api/health/checks/alarms") == {"status": "ok"}
+        conn = _connect(broker.url)
+        ch = conn.channel()
+        ch.confirm_delivery()
+        ch.queue_declare(uid, durable=True)
+        broker.journal.before_write = disk_full
+        with pytest.raises(pika.exceptions.NackError):
+            ch.basic_publish("", uid, b"during", PERSISTENT)
+        wait_until(lambda: broker.node.alarms.active)
+        for check, where in (("alarms", "in the cluster"), ("local-alarms", "on the node")):
+            reply = api.call("GET", f"/api/health/checks/{check}")
+            assert reply.status == 503
+            body = reply.json
+            assert (body["status"], body["reason"]) == (
+                "failed",
+                f"resource alarm(s) in effect {where}",
+            )
+            assert [a["resource"] for a in body["alarms"]] == ["disk"]
+            assert "disk is full" in body["alarms"][0]["reason"]
+        broker.journal.before_write = None
+        wait_until(lambda: not broker.node.alarms.active, timeout=10)
+        assert api.ok("GET", "/api/health/checks/local-alarms") == {"status": "ok"}
         conn.close()
