@@ -55,7 +55,7 @@ from rabbitish.bridge.transactions import TransactionTable
 from rabbitish.config import Config
 from rabbitish.engine.errors import AMQPError
 from rabbitish.engine.node import Node
-from rabbitish.engine.sessions import ConnectionView
+from rabbitish.engine.sessions import BufferedOutput, ConnectionView
 from rabbitish.engine.vhost import VirtualHost
 
 log = logging.getLogger("rabbitish.amqp10")
@@ -97,7 +97,7 @@ class ConnectionClosed(Exception):
         self.description = description
 
 
-class Connection10:
+class Connection10(BufferedOutput):
     def __init__(
         self,
         node: Node,
@@ -105,6 +105,7 @@ class Connection10:
         peer: str = "",
         wake: Callable[[], None] | None = None,
     ) -> None:
+        super().__init__(config.max_pending_output)
         self.node = node
         self.config = config
         self.peer = peer
@@ -123,14 +124,10 @@ class Connection10:
         self.transactions = TransactionTable(self)  # declared through any of its sessions
         self._remote_channels: dict[int, int] = {}  # peer's channel -> ours
         self._ending: set[int] = set()  # peer's channels whose session we ended, until its end
-        self._out: list[bytes] = []
-        self.out_size = 0
         self._held: list[Session] = []  # sessions batching frames until the next flush
         self._header = b""
         self.should_close = False
         self.close_reason: str | None = None
-        self.paused = False
-        self.consumers_starved = False  # a link held back because output piled up
 
     # ------------------------------------------------------------------ output
     def write(self, data: bytes) -> None:
@@ -159,22 +156,12 @@ class Connection10:
 
     def take_output(self) -> bytes:
         if self._held:
-            self._release()
-        data = b"".join(self._out)
-        self._out.clear()
-        self.out_size = 0
-        return data
+            self._release()  # accepts batched by sessions go out with this output
+        return super().take_output()
 
-    @property
-    def output_blocked(self) -> bool:
-        return self.paused or self.out_size > self.config.max_pending_output
-
-    def output_drained(self) -> None:
-        """The I/O layer wrote our output: links held back may deliver again."""
-        if self.consumers_starved and not self.output_blocked:
-            self.consumers_starved = False
-            for session in list(self.sessions.values()):
-                session.resume()
+    def resume_consumers(self) -> None:
+        for session in list(self.sessions.values()):
+            session.resume()
 
     # ------------------------------------------------------------------ input
     def start(self, header: bytes, rest: bytes) -> None:

@@ -81,3 +81,40 @@ class SessionRef:
     connection: FrontEndConnection
     number: int
     user: str | None
+
+
+class BufferedOutput:
+    """The output side every front end's connection shares, sans-IO: frames queue here until
+    the I/O layer takes them, and the queue's size is the back-pressure consumers see (their
+    credit drops to 0 while output is blocked; `output_drained` lets them deliver again). Each
+    front end keeps its own `write` (how it knows it is closed differs, and writing is the hot
+    path) and says how to resume its consumers."""
+
+    max_pending_output: int
+
+    def __init__(self, max_pending_output: int) -> None:
+        self.max_pending_output = max_pending_output
+        self._out: list[Any] = []
+        self.out_size = 0
+        self.paused = False  # the transport asked us to stop writing
+        self.consumers_starved = False  # a consumer was held back because output piled up
+
+    def take_output(self) -> bytes:
+        data = b"".join(self._out)
+        self._out.clear()
+        self.out_size = 0
+        return data
+
+    @property
+    def output_blocked(self) -> bool:
+        return self.paused or self.out_size > self.max_pending_output
+
+    def output_drained(self) -> None:
+        """The I/O layer wrote our output and the transport can take more: consumers held
+        back may deliver again."""
+        if self.consumers_starved and not self.output_blocked:
+            self.consumers_starved = False
+            self.resume_consumers()
+
+    def resume_consumers(self) -> None:
+        raise NotImplementedError

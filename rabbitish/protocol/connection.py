@@ -23,7 +23,7 @@ from pamqp.base import Frame as Method
 from rabbitish.config import Config
 from rabbitish.engine.errors import AMQPError, ConnectionError_, frame_error
 from rabbitish.engine.node import Node
-from rabbitish.engine.sessions import ConnectionView
+from rabbitish.engine.sessions import BufferedOutput, ConnectionView
 from rabbitish.engine.vhost import VirtualHost
 from rabbitish.protocol.channel import Channel
 from rabbitish.protocol.dispatch import ROUTES, Routes
@@ -111,7 +111,7 @@ def start_frame(version: str) -> bytes:
     return encode_start(server_properties(version), MECHANISMS, "en_US")
 
 
-class Connection:
+class Connection(BufferedOutput):
     """Protocol state of one client connection."""
 
     def __init__(
@@ -123,6 +123,7 @@ class Connection:
         version: str = "3.13.7",
         routes: Routes = ROUTES,
     ) -> None:
+        super().__init__(config.max_pending_output)
         self.node = node
         self.config = config
         self.peer = peer
@@ -138,13 +139,9 @@ class Connection:
         self.user: str | None = None
         self.client_properties: dict[str, Any] = {}
         self.capabilities: dict[str, Any] = {}
-        self._out: list[Chunk] = []
-        self.out_size = 0
         self._wake = wake or (lambda: None)
         self.should_close = False  # the I/O layer closes the socket once output is flushed
         self.linger = False  # ...after half-closing and waiting a moment for the peer to go
-        self.paused = False  # transport asked us to stop writing
-        self.consumers_starved = False
         self.close_reason: str | None = None
         # Work to finish once the current input batch is processed (tx.commit-ok).
         self.pending_completions: list[Callable[[], None]] = []
@@ -169,23 +166,9 @@ class Connection:
     def send_method(self, channel: int, method: Method) -> None:
         self.write(encode_method(channel, method))
 
-    def take_output(self) -> bytes:
-        data = b"".join(self._out)
-        self._out.clear()
-        self.out_size = 0
-        return data
-
-    @property
-    def output_blocked(self) -> bool:
-        return self.paused or self.out_size > self.config.max_pending_output
-
-    def output_drained(self) -> None:
-        """The I/O layer wrote our output and the transport can take more: resume consumers
-        that were held back."""
-        if self.consumers_starved and not self.output_blocked:
-            self.consumers_starved = False
-            for channel in list(self.channels.values()):
-                channel.resume_deliveries()
+    def resume_consumers(self) -> None:
+        for channel in list(self.channels.values()):
+            channel.resume_deliveries()
 
     # ------------------------------------------------------------------ input
     def start(self, data: bytes = b"") -> None:
