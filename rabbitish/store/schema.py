@@ -8,7 +8,7 @@ import sqlite3
 from pathlib import Path
 from urllib.parse import quote
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 DB_NAME = "rabbitish.db"
 APPLICATION_ID = 0x52424954  # "RBIT": marks the file as ours in the SQLite header
 SQLITE_MAGIC = b"SQLite format 3\x00"
@@ -23,6 +23,10 @@ TABLES = frozenset(
         "half_txns",
         "half_messages",
         "half_decisions",
+        "vhosts",
+        "users",
+        "permissions",
+        "policies",
     }
 )
 
@@ -75,6 +79,29 @@ CREATE INDEX half_messages_by_message ON half_messages (message_id);
 CREATE TABLE half_decisions (
     vhost TEXT NOT NULL, id TEXT NOT NULL, committed INTEGER NOT NULL,
     PRIMARY KEY (vhost, id)
+);
+"""
+
+# Version 3: access control and settings that RabbitMQ keeps in its schema database: vhosts,
+# users (password hashes in RabbitMQ's format), their per-vhost permission regexes, and
+# policies (operator policies too), each definition a JSON object.
+ACCESS_DDL = """
+CREATE TABLE vhosts (
+    name TEXT PRIMARY KEY, description TEXT NOT NULL DEFAULT '', tags TEXT NOT NULL DEFAULT ''
+);
+CREATE TABLE users (
+    name TEXT PRIMARY KEY, password_hash TEXT NOT NULL, hashing_algorithm TEXT NOT NULL,
+    tags TEXT NOT NULL
+);
+CREATE TABLE permissions (
+    user TEXT NOT NULL, vhost TEXT NOT NULL, configure TEXT NOT NULL, write TEXT NOT NULL,
+    read TEXT NOT NULL,
+    PRIMARY KEY (user, vhost)
+);
+CREATE TABLE policies (
+    vhost TEXT NOT NULL, name TEXT NOT NULL, operator INTEGER NOT NULL, pattern TEXT NOT NULL,
+    apply_to TEXT NOT NULL, priority INTEGER NOT NULL, definition TEXT NOT NULL,
+    PRIMARY KEY (vhost, name, operator)
 );
 """
 
@@ -152,7 +179,7 @@ def _create(path: Path) -> None:
     try:
         conn.execute("PRAGMA synchronous=FULL")
         conn.executescript(
-            f"BEGIN; {DDL} {HALF_DDL} PRAGMA application_id={APPLICATION_ID}; "
+            f"BEGIN; {DDL} {HALF_DDL} {ACCESS_DDL} PRAGMA application_id={APPLICATION_ID}; "
             f"INSERT INTO meta VALUES ('schema_version', '{SCHEMA_VERSION}'); COMMIT;"
         )
         conn.execute("PRAGMA journal_mode=WAL")
@@ -250,4 +277,8 @@ def migrate(conn: sqlite3.Connection, version: int) -> None:
     if version < 2:
         conn.executescript(
             f"BEGIN; {HALF_DDL} UPDATE meta SET value = '2' WHERE key = 'schema_version'; COMMIT;"
+        )
+    if version < 3:
+        conn.executescript(
+            f"BEGIN; {ACCESS_DDL} UPDATE meta SET value = '3' WHERE key = 'schema_version'; COMMIT;"
         )

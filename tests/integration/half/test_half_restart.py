@@ -124,6 +124,7 @@ def test_a_schema_1_data_dir_is_migrated(broker, tmp_path):
     db = sqlite3.connect(tmp_path / "data" / "rabbitish.db", isolation_level=None)
     db.executescript(
         "DROP TABLE half_txns; DROP TABLE half_messages; DROP TABLE half_decisions; "
+        "DROP TABLE vhosts; DROP TABLE users; DROP TABLE permissions; DROP TABLE policies; "
         "UPDATE meta SET value = '1' WHERE key = 'schema_version';"
     )
     db.close()
