@@ -20,6 +20,7 @@ from rabbitish.cli.serve import (
     FSYNC_HELP,
     HALF_CHECK_INTERVAL_HELP,
     HALF_CHECK_MAX_HELP,
+    PROMETHEUS_PORT_HELP,
 )
 from rich.console import Console
 
@@ -89,6 +90,7 @@ def serve(
     management_port: int = typer.Option(
         DEFAULTS.management_port, help="Management HTTP API port (0: disabled)."
     ),
+    prometheus_port: int = typer.Option(DEFAULTS.prometheus_port, help=PROMETHEUS_PORT_HELP),
     half_check_interval: float = typer.Option(
         DEFAULTS.half_check_interval, help=HALF_CHECK_INTERVAL_HELP
     ),
@@ -103,6 +105,7 @@ def serve(
         data_dir=data_dir,
         fsync=fsync.value,
         management_port=management_port,
+        prometheus_port=prometheus_port,
         half_check_interval=half_check_interval,
         half_check_max=half_check_max,
     )

@@ -13,6 +13,7 @@ from rabbitish.config import FSYNC_MODES, Config
 
 DEFAULTS = Config()
 FSYNC_HELP = "Sync each commit to disk (always) or leave it to the OS (never)."
+PROMETHEUS_PORT_HELP = "Prometheus /metrics port (0: only on the management port)."
 HALF_CHECK_INTERVAL_HELP = "Seconds between status checks of an undecided half transaction."
 HALF_CHECK_MAX_HELP = "Status checks sent before an undecided half transaction is rolled back."
 
@@ -31,6 +32,12 @@ def parser(prog: str = "rabbitish serve") -> argparse.ArgumentParser:
         type=int,
         default=DEFAULTS.management_port,
         help="Management HTTP API port (0: disabled).",
+    )
+    p.add_argument(
+        "--prometheus-port",
+        type=int,
+        default=DEFAULTS.prometheus_port,
+        help=PROMETHEUS_PORT_HELP,
     )
     p.add_argument(
         "--half-check-interval",
@@ -53,6 +60,7 @@ def main(argv: list[str], prog: str = "rabbitish serve") -> int:
             data_dir=args.data_dir,
             fsync=args.fsync,
             management_port=args.management_port,
+            prometheus_port=args.prometheus_port,
             half_check_interval=args.half_check_interval,
             half_check_max=args.half_check_max,
         )
@@ -92,6 +100,9 @@ async def serve(config: Config) -> int:
         config.data_dir,
         management,
     )
+    prometheus = getattr(broker.management, "prometheus_port", None)
+    if prometheus:
+        log.info("Prometheus metrics on http://%s:%s/metrics", config.host, prometheus)
     await stop.wait()
     await broker.stop()
     return 0

@@ -35,6 +35,7 @@ class Broker:
     def __init__(self, config: Config | None = None, **overrides: Any) -> None:
         if overrides.get("port") == 0 and config is None:
             overrides.setdefault("management_port", 0)
+            overrides.setdefault("prometheus_port", 0)
         self.config = replace(config or Config(), **overrides)
         self.node: Node | None = None
         self.loop: asyncio.AbstractEventLoop | None = None
@@ -94,6 +95,16 @@ class Broker:
                 log.warning(
                     "management API not started on port %s: %s",
                     self.config.management_port,
+                    err.strerror or err,
+                )
+        if self.management is not None and self.config.prometheus_port:
+            try:
+                port = self.config.prometheus_port
+                await self.management.start_prometheus(self.config.host, port)
+            except OSError as err:
+                log.warning(
+                    "metrics not served on port %s: %s",
+                    self.config.prometheus_port,
                     err.strerror or err,
                 )
 

@@ -25,6 +25,9 @@ class Config:
     max_pending_output: int = 4 * 1024 * 1024
     # Management HTTP API port (on `host`); 0: no management API.
     management_port: int = 15672
+    # Prometheus `/metrics` port (RabbitMQ's prometheus plugin: 15692); 0: only on the
+    # management port. Needs the management API.
+    prometheus_port: int = 15692
     # Who an AMQP 1.0 client logs in as with SASL ANONYMOUS or no SASL at all (RabbitMQ's
     # `default_user`); None refuses both.
     anonymous_user: str | None = "guest"

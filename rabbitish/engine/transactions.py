@@ -229,6 +229,8 @@ class TransactionRegistry:
         self._clock = clock
         self._open: dict[str, Transaction] = {}
         self._ids = itertools.count(1)
+        self.committed = 0  # transactions ended each way so far (metrics)
+        self.rolled_back = 0
 
     def begin(self, owner: Any, txn_id: str | None = None) -> Transaction:
         if txn_id is None:
@@ -247,6 +249,10 @@ class TransactionRegistry:
     def ended(self, tx: Transaction) -> None:
         if self._open.get(tx.id) is tx:
             del self._open[tx.id]
+        if tx.state is TxState.COMMITTED:
+            self.committed += 1
+        else:
+            self.rolled_back += 1
 
     def __iter__(self) -> Iterator[Transaction]:
         return iter(list(self._open.values()))

@@ -60,6 +60,8 @@ class VirtualHost(Router):
         # Direct reply-to: pseudo-queue name -> deliver function of the consuming channel.
         self.reply_to_targets: dict[str, Callable[[Message], None]] = {}
         self.publishes = 0  # publish calls so far: a front end tells a publishing connection by it
+        # Counters of deleted queues, so node-wide totals (metrics) never go down.
+        self.deleted_queue_stats = {"published": 0, "delivered": 0, "acked": 0}
         self.exchanges[""] = DefaultExchange(self.name, self.queues)
         for name_, type_ in PREDECLARED:
             self.exchanges[name_] = exchange_type(type_)(self.name, name_, durable=True)
@@ -336,6 +338,8 @@ class VirtualHost(Router):
             return
         del self.queues[queue.name]
         self.queue_arg_types.pop(queue.name, None)
+        for name, count in queue.stats.items():
+            self.deleted_queue_stats[name] += count
         self.journal.queue_deleted(queue)
         for binding in self._bindings_to(queue):
             binding.source.remove_binding(binding.key)

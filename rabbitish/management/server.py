@@ -14,7 +14,7 @@ from urllib.parse import quote
 
 from aiohttp import web
 
-from rabbitish.management import listing
+from rabbitish.management import listing, metrics
 from rabbitish.management.api import Api
 from rabbitish.management.errors import NOT_FOUND_BODY, ApiError, bad_request
 from rabbitish.management.format import NODE
@@ -64,30 +64,30 @@ class ManagementServer:
     def __init__(self, api: Api) -> None:
         self.api = api
         self.port: int | None = None
+        self.prometheus_port: int | None = None
         self._runner: web.AppRunner | None = None
+        self._prometheus: web.AppRunner | None = None
 
     async def start(self, host: str, port: int) -> int:
         app = web.Application(middlewares=[self._errors, self._auth])
         self._routes(app)
-        self._runner = web.AppRunner(app, access_log=None, handle_signals=False)
-        await self._runner.setup()
-        site = web.TCPSite(self._runner, host or None, port, reuse_address=True)
-        try:
-            await site.start()
-        except OSError:
-            await self._runner.cleanup()
-            self._runner = None
-            raise
-        server = site._server
-        assert server is not None and server.sockets  # type: ignore[attr-defined]
-        self.port = server.sockets[0].getsockname()[1]  # type: ignore[attr-defined]
+        self._runner, self.port = await _serve(app, host, port)
         self.api.http_port = self.port
         return self.port
 
+    async def start_prometheus(self, host: str, port: int) -> int:
+        """`/metrics` alone on a port of its own, as RabbitMQ's prometheus plugin serves it
+        (15692 by default); raises OSError when the port cannot be bound."""
+        app = web.Application()
+        metrics.add_routes(app, self.api.node)
+        self._prometheus, self.prometheus_port = await _serve(app, host, port)
+        return self.prometheus_port
+
     async def stop(self) -> None:
-        if self._runner is not None:
-            await self._runner.cleanup()
-            self._runner = None
+        for runner in (self._runner, self._prometheus):
+            if runner is not None:
+                await runner.cleanup()
+        self._runner = self._prometheus = None
 
     # ------------------------------------------------------------------ middlewares
     @web.middleware
@@ -104,6 +104,8 @@ class ManagementServer:
 
     @web.middleware
     async def _auth(self, request: web.Request, handler: Handler) -> web.StreamResponse:
+        if not request.path.startswith("/api/"):
+            return await handler(request)  # metrics and the web UI's files: no login
         header = request.headers.get("Authorization", "")
         if not header.lower().startswith("basic "):
             return web.Response(status=401, headers={"WWW-Authenticate": REALM})
@@ -188,6 +190,7 @@ class ManagementServer:
         get("/api/links/{vhost}", self._list(lambda r, u: a.list_links(u, r["vhost"])))
         get("/api/health/checks/alarms", self._alarm_check("in effect in the cluster"))
         get("/api/health/checks/local-alarms", self._alarm_check("in effect on the node"))
+        metrics.add_routes(app, a.node)
 
     # ------------------------------------------------------------------ handler factories
     def _alarm_check(self, where: str) -> Handler:
@@ -283,6 +286,21 @@ class ManagementServer:
         reason = request.headers.get("X-Reason")
         self.api.close_connection(request["user"], request.match_info["name"], reason)
         return web.Response(status=204)
+
+
+async def _serve(app: web.Application, host: str, port: int) -> tuple[web.AppRunner, int]:
+    """Bind `app` on host:port (0: any free port); the runner and the port it got."""
+    runner = web.AppRunner(app, access_log=None, handle_signals=False)
+    await runner.setup()
+    site = web.TCPSite(runner, host or None, port, reuse_address=True)
+    try:
+        await site.start()
+    except OSError:
+        await runner.cleanup()
+        raise
+    server = site._server
+    assert server is not None and server.sockets  # type: ignore[attr-defined]
+    return runner, server.sockets[0].getsockname()[1]  # type: ignore[attr-defined]
 
 
 def _binding_path(info: Any) -> tuple[str, str, str, str]:

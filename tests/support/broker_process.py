@@ -79,6 +79,8 @@ class BrokerProcess:
         assert self.proc is None or self.proc.poll() is not None, "already running"
         port = str(self.port) if self._reservation else "0"
         extra = () if "--management-port" in self.args else ("--management-port", "0")
+        if "--prometheus-port" not in self.args:  # never compete for 15692
+            extra = (*extra, "--prometheus-port", "0")
         argv = [*self.command, "serve", "--port", port, "--data-dir", self.data_dir, *extra]
         with self.log.open("ab") as out:
             self._log_start = out.tell()
