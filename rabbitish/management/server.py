@@ -14,7 +14,7 @@ from urllib.parse import quote
 
 from aiohttp import web
 
-from rabbitish.management import listing, metrics
+from rabbitish.management import listing, metrics, ui
 from rabbitish.management.api import Api
 from rabbitish.management.errors import NOT_FOUND_BODY, ApiError, bad_request
 from rabbitish.management.format import NODE
@@ -191,6 +191,7 @@ class ManagementServer:
         get("/api/health/checks/alarms", self._alarm_check("in effect in the cluster"))
         get("/api/health/checks/local-alarms", self._alarm_check("in effect on the node"))
         metrics.add_routes(app, a.node)
+        ui.add_routes(app)
 
     # ------------------------------------------------------------------ handler factories
     def _alarm_check(self, where: str) -> Handler:

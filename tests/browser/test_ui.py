@@ -1,0 +1,202 @@
+"""The management web UI in a real headless Chromium: log in through the form, watch a queue's
+depth follow AMQP publishes without reloading the page, peek a message, publish and purge from
+the page, and see transactions and channels as clients leave them. One browser and one broker
+for the module."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pika
+import pytest
+
+from rabbitish.testing import running_broker
+from tests.support import browser
+from tests.support.waiting import wait_until
+
+pytestmark = pytest.mark.browser
+
+REASON = browser.unavailable()
+if REASON is not None:
+    pytest.skip(REASON, allow_module_level=True)
+
+from selenium.webdriver.common.by import By  # noqa: E402
+from selenium.webdriver.support.ui import Select  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def broker() -> Iterator[Any]:
+    with running_broker(management=True) as broker:
+        yield broker
+
+
+@pytest.fixture(scope="module")
+def base(broker) -> str:
+    return f"http://127.0.0.1:{broker.management_port}"
+
+
+@pytest.fixture(scope="module")
+def driver(base) -> Iterator[Any]:
+    driver = browser.start_browser()
+    try:
+        browser.log_in(driver, base)
+        Select(driver.find_element(By.ID, "refresh")).select_by_value("2")
+        yield driver
+    finally:
+        driver.quit()
+
+
+@pytest.fixture
+def channel(broker) -> Iterator[Any]:
+    conn = pika.BlockingConnection(pika.URLParameters(broker.url))
+    try:
+        yield conn.channel()
+    finally:
+        conn.close()
+
+
+def goto(driver: Any, base: str, hash_: str, ready_css: str) -> None:
+    """Navigate inside the page (no reload) and wait until the view has drawn `ready_css`."""
+    driver.execute_script("window.location.hash = arguments[0]", hash_)
+    wait_until(
+        lambda: driver.find_elements(By.CSS_SELECTOR, ready_css),
+        timeout=browser.WAIT,
+        interval=0.1,
+        message=f"{hash_}: {ready_css} never drawn",
+    )
+
+
+def accept_confirm(driver: Any) -> None:
+    alert = wait_until(lambda: _alert(driver), timeout=browser.WAIT, interval=0.1)
+    alert.accept()
+
+
+def _alert(driver: Any) -> Any:
+    from selenium.common.exceptions import NoAlertPresentException
+
+    try:
+        return driver.switch_to.alert
+    except NoAlertPresentException:
+        return None
+
+
+def test_queue_depth_follows_publishes_then_peek_and_purge(driver, base, channel, uid) -> None:
+    channel.queue_declare(uid)
+    goto(driver, base, f"#/queues/%2F/{uid}", "#q-messages")
+    browser.wait_text(driver, "#q-messages", lambda t: t == "0")
+    driver.execute_script("window.stillTheSamePage = true")
+
+    channel.basic_publish("", uid, b"hello from pika")
+    browser.wait_text(driver, "#q-messages", lambda t: t == "1", "depth never showed 1")
+    browser.wait_text(driver, "#q-ready", lambda t: t == "1")
+    assert driver.execute_script("return window.stillTheSamePage") is True  # no reload
+
+    Select(driver.find_element(By.ID, "get-ackmode")).select_by_value("ack_requeue_true")
+    driver.find_element(By.ID, "get-button").click()
+    assert browser.wait_text(driver, "#get-results .payload", bool) == "hello from pika"
+    assert "Redelivered" in driver.find_element(By.ID, "get-results").text
+    browser.wait_text(driver, "#q-messages", lambda t: t == "1")  # requeued
+
+    driver.find_element(By.ID, "purge-button").click()
+    accept_confirm(driver)
+    browser.wait_text(driver, "#queue-action-result", lambda t: t == "Queue purged.")
+    browser.wait_text(driver, "#q-messages", lambda t: t == "0")
+    assert channel.queue_declare(uid, passive=True).method.message_count == 0
+
+
+def test_publish_from_the_queue_page_and_get_with_ack(driver, base, channel, uid) -> None:
+    channel.queue_declare(uid)
+    goto(driver, base, f"#/queues/%2F/{uid}", "#queue-publish")
+    driver.find_element(By.ID, "queue-payload").send_keys("typed in the page")
+    driver.find_element(By.ID, "queue-headers").send_keys('{"origin": "ui"}')
+    driver.find_element(By.ID, "queue-publish-button").click()
+    browser.wait_text(driver, "#queue-publish-result", lambda t: t == "Message published.")
+    browser.wait_text(driver, "#q-messages", lambda t: t == "1")
+
+    Select(driver.find_element(By.ID, "get-ackmode")).select_by_value("ack_requeue_false")
+    driver.find_element(By.ID, "get-button").click()
+    assert browser.wait_text(driver, "#get-results .payload", bool) == "typed in the page"
+    assert "origin" in driver.find_element(By.ID, "get-results").text
+    browser.wait_text(driver, "#q-messages", lambda t: t == "0")  # acknowledged: gone
+
+
+def test_queues_list_filters_sorts_and_draws_sparklines(driver, base, channel, uid) -> None:
+    for name, count in ((f"{uid}-b", 2), (f"{uid}-a", 1), (f"{uid}-c", 3)):
+        channel.queue_declare(name)
+        for _ in range(count):
+            channel.basic_publish("", name, b"x")
+    goto(driver, base, "#/queues", "#queues")
+    box = driver.find_element(By.ID, "queue-filter")
+    box.clear()
+    box.send_keys(uid)
+
+    def names() -> list[str] | None:
+        found = browser.text_of(driver, "#queues tbody")
+        rows = [line.split()[1] for line in (found or "").splitlines() if uid in line]
+        return rows if len(rows) == 3 else None
+
+    assert wait_until(names, timeout=browser.WAIT, interval=0.1) == [
+        f"{uid}-a",
+        f"{uid}-b",
+        f"{uid}-c",
+    ]
+    header = driver.find_element(By.CSS_SELECTOR, "#queues th[data-sort='messages']")
+    header.click()
+    driver.find_element(By.CSS_SELECTOR, "#queues th[data-sort='messages']").click()  # desc
+    wait_until(
+        lambda: names() == [f"{uid}-c", f"{uid}-b", f"{uid}-a"],
+        timeout=browser.WAIT,
+        interval=0.1,
+    )
+    assert driver.find_elements(By.CSS_SELECTOR, "#queues svg.spark")
+
+
+def test_channels_and_transactions_show_staged_work(driver, base, broker, uid) -> None:
+    conn = pika.BlockingConnection(pika.URLParameters(broker.url))
+    try:
+        ch = conn.channel()
+        ch.queue_declare(uid)
+        ch.tx_select()
+        ch.basic_publish("", uid, b"staged")
+        ch.basic_publish("", uid, b"staged too")
+        goto(driver, base, "#/connections", "#channels")
+        browser.wait_text(driver, "#channels tbody", lambda t: "T" in t.split())
+        rows = driver.find_elements(By.CSS_SELECTOR, "#channels tbody tr")
+        tx_rows = [r for r in rows if r.find_elements(By.CSS_SELECTOR, ".tag.tx")]
+        assert tx_rows and tx_rows[0].find_element(By.CSS_SELECTOR, ".uncommitted").text == "2"
+
+        goto(driver, base, "#/transactions", "#transactions")
+        browser.wait_text(driver, "#transactions .staged-publishes", lambda t: t == "2")
+        ch.tx_commit()  # the channel's next transaction opens empty
+        browser.wait_text(driver, "#transactions .staged-publishes", lambda t: t == "0")
+    finally:
+        conn.close()
+
+
+def test_exchange_page_lists_bindings_and_publishes(driver, base, channel, uid) -> None:
+    channel.exchange_declare(f"{uid}-x", "direct")
+    channel.queue_declare(uid)
+    channel.queue_bind(uid, f"{uid}-x", "key-1")
+    goto(driver, base, f"#/exchanges/%2F/{uid}-x", "#exchange-source-table")
+    browser.wait_text(driver, "#exchange-source-table", lambda t: "key-1" in t and uid in t)
+    driver.find_element(By.ID, "exchange-routing-key").send_keys("key-1")
+    driver.find_element(By.ID, "exchange-payload").send_keys("via the exchange")
+    driver.find_element(By.ID, "exchange-publish-button").click()
+    browser.wait_text(driver, "#exchange-publish-result", lambda t: t == "Message published.")
+    assert channel.queue_declare(uid, passive=True).method.message_count == 1
+
+
+def test_overview_counts_and_wrong_password(driver, base, channel, uid) -> None:
+    channel.queue_declare(uid)
+    goto(driver, base, "#/", "#total-queues")
+    browser.wait_text(driver, "#total-connections .value", lambda t: int(t) >= 1)
+    browser.wait_text(driver, "#total-queues .value", lambda t: int(t) >= 1)
+
+    driver.find_element(By.ID, "logout").click()
+    wait_until(lambda: driver.find_element(By.ID, "login").is_displayed(), timeout=browser.WAIT)
+    driver.find_element(By.ID, "password").send_keys("wrong")
+    driver.find_element(By.ID, "login-button").click()
+    browser.wait_text(driver, "#login-error", lambda t: t == "Login failed")
+    browser.log_in(driver, base)
+    Select(driver.find_element(By.ID, "refresh")).select_by_value("2")
