@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 SPARK_STAMP := $(VENV)/.spark-installed
 
-.PHONY: run test lint setup spark clean compat bench
+.PHONY: run test lint setup spark clean compat bench screenshots
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -40,6 +40,10 @@ compat: $(STAMP)
 # rabbitish (--fsync always) against a local RabbitMQ when installed; BENCH_ARGS e.g. --url URL
 bench: $(STAMP)
 	$(BIN)/python -m benchmarks $(BENCH_ARGS)
+
+# The web UI's main pages into docs/images/ (docs/ui.md); needs chromium and chromium-driver.
+screenshots: $(STAMP)
+	$(BIN)/python -m tests.browser.screenshots docs/images
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

@@ -70,7 +70,7 @@ export const overview = {
       { label: "Publish/s", color: "#f60", values: overviewSeries.publish },
       { label: "Deliver/s", color: "#2a9d3a", values: overviewSeries.deliver },
       { label: "Ack/s", color: "#7a4bc2", values: overviewSeries.ack },
-    ]) + `<p class="muted">Totals: ${esc(num(s.publish))} published, ${esc(num(s.deliver_get))} delivered, ${esc(num(s.ack))} acknowledged (queues now present).</p>`;
+    ]) + `<p class="muted">Counted by the queues present: ${esc(num(s.publish))} published, ${esc(num(s.deliver_get))} delivered, ${esc(num(s.ack))} acknowledged.</p>`;
     root.querySelector("#overview-connections").innerHTML = table(connectionColumns, connections, null);
     const listeners = (o.listeners || []).map((l) => `${l.protocol} ${l.ip_address}:${l.port}`).join(", ");
     root.querySelector("#overview-node").innerHTML = `<p>${esc(o.product_name)} ${esc(o.product_version)} (speaks RabbitMQ ${esc(o.rabbitmq_version)}) &middot; node ${esc(o.node)} &middot; listeners: ${esc(listeners)} &middot; <a href="metrics">Prometheus metrics</a></p>`;
