@@ -131,24 +131,16 @@ def test_queues_list_filters_sorts_and_draws_sparklines(driver, base, channel, u
     box.clear()
     box.send_keys(uid)
 
-    def names() -> list[str] | None:
-        found = browser.text_of(driver, "#queues tbody")
-        rows = [line.split()[1] for line in (found or "").splitlines() if uid in line]
-        return rows if len(rows) == 3 else None
+    def names(expected: list[str]) -> bool:
+        found = [row[1] for row in browser.rows(driver, "#queues") if uid in row[1]]
+        return found == expected
 
-    assert wait_until(names, timeout=browser.WAIT, interval=0.1) == [
-        f"{uid}-a",
-        f"{uid}-b",
-        f"{uid}-c",
-    ]
-    header = driver.find_element(By.CSS_SELECTOR, "#queues th[data-sort='messages']")
-    header.click()
-    driver.find_element(By.CSS_SELECTOR, "#queues th[data-sort='messages']").click()  # desc
-    wait_until(
-        lambda: names() == [f"{uid}-c", f"{uid}-b", f"{uid}-a"],
-        timeout=browser.WAIT,
-        interval=0.1,
-    )
+    ascending = [f"{uid}-a", f"{uid}-b", f"{uid}-c"]
+    wait_until(lambda: names(ascending), timeout=browser.WAIT, interval=0.1)
+    browser.click(driver, "#queues th[data-sort='messages']")  # by depth, ascending
+    browser.click(driver, "#queues th[data-sort='messages']")  # descending
+    descending = [f"{uid}-c", f"{uid}-b", f"{uid}-a"]
+    wait_until(lambda: names(descending), timeout=browser.WAIT, interval=0.1)
     assert driver.find_elements(By.CSS_SELECTOR, "#queues svg.spark")
 
 
@@ -161,10 +153,13 @@ def test_channels_and_transactions_show_staged_work(driver, base, broker, uid) -
         ch.basic_publish("", uid, b"staged")
         ch.basic_publish("", uid, b"staged too")
         goto(driver, base, "#/connections", "#channels")
-        browser.wait_text(driver, "#channels tbody", lambda t: "T" in t.split())
-        rows = driver.find_elements(By.CSS_SELECTOR, "#channels tbody tr")
-        tx_rows = [r for r in rows if r.find_elements(By.CSS_SELECTOR, ".tag.tx")]
-        assert tx_rows and tx_rows[0].find_element(By.CSS_SELECTOR, ".uncommitted").text == "2"
+        # columns: channel, user, mode, prefetch, consumers, unacked, uncommitted msgs ...
+        transactional = wait_until(
+            lambda: [row for row in browser.rows(driver, "#channels") if row[2] == "T"],
+            timeout=browser.WAIT,
+            interval=0.1,
+        )
+        assert [row[6] for row in transactional] == ["2"]
 
         goto(driver, base, "#/transactions", "#transactions")
         browser.wait_text(driver, "#transactions .staged-publishes", lambda t: t == "2")
@@ -200,3 +195,18 @@ def test_overview_counts_and_wrong_password(driver, base, channel, uid) -> None:
     browser.wait_text(driver, "#login-error", lambda t: t == "Login failed")
     browser.log_in(driver, base)
     Select(driver.find_element(By.ID, "refresh")).select_by_value("2")
+
+
+def test_half_transaction_committed_from_the_page(driver, base, channel, uid) -> None:
+    channel.queue_declare(uid)
+    channel.confirm_delivery()
+    held = pika.BasicProperties(headers={"x-half-txn": f"{uid}-txn"})
+    channel.basic_publish("", uid, b"held until decided", properties=held)
+    assert channel.queue_declare(uid, passive=True).method.message_count == 0
+    goto(driver, base, "#/transactions", "#half-transactions")
+    browser.click(
+        driver, f"#half-transactions button[data-decision='commit'][data-half='{uid}-txn']"
+    )
+    accept_confirm(driver)
+    browser.wait_text(driver, "#half-result", lambda t: t == "commit: 1 message(s).")
+    assert channel.queue_declare(uid, passive=True).method.message_count == 1

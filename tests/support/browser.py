@@ -96,6 +96,31 @@ def wait_text(driver: Any, css: str, check: Callable[[str], bool], what: str = "
     return wait_until(ready, timeout=WAIT, interval=0.1, message=what or f"{css} never matched")
 
 
+def click(driver: Any, css: str) -> None:
+    """Click the element matching `css`, finding it again should a refresh redraw it between
+    finding and clicking."""
+    from selenium.common.exceptions import NoSuchElementException, StaleElementReferenceException
+    from selenium.webdriver.common.by import By
+
+    def attempt() -> bool:
+        try:
+            driver.find_element(By.CSS_SELECTOR, css).click()
+        except (NoSuchElementException, StaleElementReferenceException):
+            return False
+        return True
+
+    wait_until(attempt, WAIT, 0.1, f"nothing to click at {css}")
+
+
+def rows(driver: Any, css: str) -> list[list[str]]:
+    """The cell texts of a table's body rows, read in one go (a refresh cannot split them)."""
+    script = (
+        "return Array.from(document.querySelectorAll(arguments[0] + ' tbody tr'))"
+        ".map(r => Array.from(r.cells).map(c => c.innerText.trim()))"
+    )
+    return driver.execute_script(script, css)
+
+
 def screenshot(driver: Any, path: Path) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     driver.save_screenshot(str(path))

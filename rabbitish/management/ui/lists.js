@@ -250,7 +250,7 @@ const halfColumns = [
   { label: "Age", num: true, html: (t) => esc(age(t.age_seconds)) },
   { label: "Checks sent", num: true, html: (t) => esc(num(t.checks_sent)) },
   { label: "Check queue", html: (t) => esc(t.check_queue) },
-  { label: "Decide", html: (t) => `<button type="button" data-half="${esc(t.vhost)}\u0000${esc(t.id)}" data-decision="commit">Commit</button> <button type="button" class="danger" data-half="${esc(t.vhost)}\u0000${esc(t.id)}" data-decision="rollback">Roll back</button>` },
+  { label: "Decide", html: (t) => ["commit", "rollback"].map((d) => `<button type="button" ${d === "rollback" ? 'class="danger"' : ""} data-vhost="${esc(t.vhost)}" data-half="${esc(t.id)}" data-decision="${d}">${d === "commit" ? "Commit" : "Roll back"}</button>`).join(" ") },
 ];
 
 export const transactions = {
@@ -263,7 +263,7 @@ export const transactions = {
     root.querySelector("#half-table").addEventListener("click", async (event) => {
       const button = event.target.closest("button[data-half]");
       if (!button) return;
-      const [vhost, id] = button.dataset.half.split("\u0000");
+      const { vhost, half: id } = button.dataset;
       const decision = button.dataset.decision;
       if (!window.confirm(`${decision === "commit" ? "Commit" : "Roll back"} half transaction ${id}?`)) return;
       const out = root.querySelector("#half-result");

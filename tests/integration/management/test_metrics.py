@@ -38,6 +38,45 @@ def value(metrics: dict, name: str, **labels: str) -> float:
     return metrics[name][1][tuple(sorted(labels.items()))]
 
 
+def figures(metrics: dict, names: dict[str, float]) -> dict[str, float]:
+    return {name: value(metrics, name) for name in names}
+
+
+def scrape_when(base: str, name: str, wanted: float) -> dict:
+    """The metrics once `name` (unlabelled) reads `wanted`."""
+
+    def check() -> dict | None:
+        metrics = scrape(base)
+        return metrics if value(metrics, name) == wanted else None
+
+    return wait_until(check)
+
+
+EXPECTED_WHILE_OPEN = {
+    "rabbitmq_queue_messages_unacked": 3,
+    "rabbitmq_queue_messages": 3,
+    "rabbitmq_queues": 2,
+    "rabbitmq_connections": 1,
+    "rabbitmq_channels": 1,
+    "rabbitmq_consumers": 1,
+    "rabbitmq_global_messages_received_total": 4,  # the unroutable one too
+    "rabbitmq_global_messages_delivered_total": 3,
+    "rabbitmq_queue_messages_published_total": 3,
+}
+EXPECTED_AFTER = {
+    # Totals survive the queue's deletion: counters never go down.
+    "rabbitmq_global_messages_acknowledged_total": 3,
+    "rabbitmq_global_messages_delivered_total": 3,
+    "rabbitmq_global_messages_received_total": 5,
+    "rabbitmq_queues": 0,
+    "rabbitmq_queue_messages": 0,
+    # tx.commit, tx.rollback, then the channel closing with its next transaction open.
+    "rabbitish_transactions_committed_total": 1,
+    "rabbitish_transactions_rolled_back_total": 2,
+    "rabbitish_transactions_open": 0,
+}
+
+
 @pytest.fixture(scope="module")
 def broker() -> Iterator[tuple[str, str, str]]:
     """A broker of its own (counters start at zero): AMQP URL, management and metrics bases."""
@@ -85,20 +124,8 @@ def test_figures_follow_the_clients(broker) -> None:
         ch.queue_declare("metrics-idle")
         ch.basic_consume("metrics-idle", lambda *a: None, auto_ack=False, consumer_tag="c1")
 
-        def settled() -> dict | None:
-            metrics = scrape(base)
-            return metrics if value(metrics, "rabbitmq_queue_messages_ready") == 0 else None
-
-        metrics = wait_until(settled)
-        assert value(metrics, "rabbitmq_queue_messages_unacked") == 3
-        assert value(metrics, "rabbitmq_queue_messages") == 3
-        assert value(metrics, "rabbitmq_queues") == 2
-        assert value(metrics, "rabbitmq_connections") == 1
-        assert value(metrics, "rabbitmq_channels") == 1
-        assert value(metrics, "rabbitmq_consumers") == 1
-        assert value(metrics, "rabbitmq_global_messages_received_total") == 4
-        assert value(metrics, "rabbitmq_global_messages_delivered_total") == 3
-        assert value(metrics, "rabbitmq_queue_messages_published_total") == 3
+        metrics = scrape_when(base, "rabbitmq_queue_messages_ready", 0)
+        assert figures(metrics, EXPECTED_WHILE_OPEN) == EXPECTED_WHILE_OPEN
 
         per_object = scrape(base, "/metrics/per-object")
         labels = {"vhost": "/", "queue": "metrics-q"}
@@ -118,21 +145,8 @@ def test_figures_follow_the_clients(broker) -> None:
     finally:
         conn.close()
 
-    def counted() -> dict | None:
-        metrics = scrape(base)
-        return metrics if value(metrics, "rabbitmq_connections") == 0 else None
-
-    metrics = wait_until(counted)
-    # Totals survive the queue's deletion: counters never go down.
-    assert value(metrics, "rabbitmq_global_messages_acknowledged_total") == 3
-    assert value(metrics, "rabbitmq_global_messages_delivered_total") == 3
-    assert value(metrics, "rabbitmq_global_messages_received_total") == 5
-    assert value(metrics, "rabbitmq_queues") == 0
-    assert value(metrics, "rabbitmq_queue_messages") == 0
-    # tx.commit, tx.rollback, then the channel closing with its next transaction open.
-    assert value(metrics, "rabbitish_transactions_committed_total") == 1
-    assert value(metrics, "rabbitish_transactions_rolled_back_total") == 2
-    assert value(metrics, "rabbitish_transactions_open") == 0
+    metrics = scrape_when(base, "rabbitmq_connections", 0)
+    assert figures(metrics, EXPECTED_AFTER) == EXPECTED_AFTER
     assert metrics["rabbitish_transactions_committed_total"][0] == "counter"
 
 
