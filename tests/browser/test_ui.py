@@ -5,6 +5,10 @@ for the module."""
 
 from __future__ import annotations
 
+import base64
+import json
+import urllib.error
+import urllib.request
 from collections.abc import Iterator
 from typing import Any
 
@@ -16,6 +20,7 @@ from tests.support import browser
 from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.browser
+GUEST = "Basic " + base64.b64encode(b"guest:guest").decode()
 
 REASON = browser.unavailable()
 if REASON is not None:
@@ -210,3 +215,27 @@ def test_half_transaction_committed_from_the_page(driver, base, channel, uid) ->
     accept_confirm(driver)
     browser.wait_text(driver, "#half-result", lambda t: t == "commit: 1 message(s).")
     assert channel.queue_declare(uid, passive=True).method.message_count == 1
+
+
+def test_add_then_delete_a_queue_from_the_pages(driver, base, uid) -> None:
+    goto(driver, base, "#/queues", "#add-queue")
+    driver.find_element(By.ID, "new-queue-name").send_keys(uid)
+    driver.find_element(By.ID, "new-queue-args").send_keys('{"x-max-length": 5}')
+    browser.click(driver, "#add-queue button[type='submit']")
+    browser.wait_text(driver, "#add-queue-result", lambda t: t == "Queue declared.")
+    assert management(base, f"/api/queues/%2F/{uid}")["arguments"] == {"x-max-length": 5}
+
+    goto(driver, base, f"#/queues/%2F/{uid}", "#q-messages")
+    browser.wait_text(driver, "#queue-details", lambda t: "x-max-length: 5" in t)
+    browser.click(driver, "#delete-button")
+    accept_confirm(driver)
+    wait_until(lambda: driver.execute_script("return location.hash") == "#/queues", browser.WAIT)
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        management(base, f"/api/queues/%2F/{uid}")
+    assert refused.value.code == 404
+
+
+def management(base: str, path: str) -> Any:
+    request = urllib.request.Request(base + path, headers={"Authorization": GUEST})
+    with urllib.request.urlopen(request, timeout=10) as response:
+        return json.loads(response.read())
