@@ -11,7 +11,8 @@ from rabbitish.engine.consumer import Consumer
 from rabbitish.engine.delivery import Delivery
 from rabbitish.engine.errors import access_refused
 from rabbitish.engine.message import Message, QueueEntry
-from rabbitish.engine.queue_args import QueueArguments
+from rabbitish.engine.policies import Policy, effective_definition
+from rabbitish.engine.queue_args import QueueArguments, effective_arguments
 from rabbitish.engine.ready import PriorityReady, ReadyList
 
 if TYPE_CHECKING:
@@ -44,6 +45,8 @@ class Queue:
         self.auto_delete = auto_delete
         self.arguments = dict(arguments or {})
         self.args = QueueArguments.parse(self.arguments)
+        self.policy: Policy | None = None
+        self.operator_policy: Policy | None = None
         self.scheduler = scheduler
         self.ready: ReadyList | PriorityReady = (
             PriorityReady(self.args.max_priority)
@@ -84,6 +87,29 @@ class Queue:
     @property
     def exclusive(self) -> bool:
         return self.exclusive_owner is not None
+
+    # ------------------------------------------------------------------ policies
+    @property
+    def policy_definition(self) -> dict[str, Any]:
+        """The merged definition of the policy and operator policy applied (may be empty)."""
+        return effective_definition(self.policy, self.operator_policy)
+
+    def apply_policies(self, policy: Policy | None, operator_policy: Policy | None) -> None:
+        """Act on the settings the queue's arguments and these policies give together, as
+        RabbitMQ does when a policy changes: a new expiry restarts the countdown, new length
+        limits drop from the head at once; messages keep the TTL they were published under."""
+        self.policy, self.operator_policy = policy, operator_policy
+        args = QueueArguments.parse(effective_arguments(self.arguments, self.policy_definition))
+        if args == self.args:
+            return
+        old, self.args = self.args, args
+        if args.expires != old.expires:
+            self._cancel_expiry()
+            self.touch()
+        if not args.rejects_overflow and (
+            args.max_length is not None or args.max_length_bytes is not None
+        ):
+            self._drop_head_over_limit()
 
     # ------------------------------------------------------------------ publish side
     def enqueue(self, message: Message) -> bool:

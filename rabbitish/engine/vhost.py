@@ -22,6 +22,7 @@ from rabbitish.engine.exchanges.registry import DefaultExchange, exchange_type
 from rabbitish.engine.half import TXN_EXCHANGE, DecisionExchange, HalfRegistry, HalfSettings
 from rabbitish.engine.journal import Journal, NullJournal
 from rabbitish.engine.message import Message
+from rabbitish.engine.policies import VhostPolicies
 from rabbitish.engine.queue import Queue
 from rabbitish.engine.queue_args import (
     EQUIVALENCE_CHECKED,
@@ -65,6 +66,7 @@ class VirtualHost(Router):
             self.exchanges[name_] = exchange_type(type_)(self.name, name_, durable=True)
         self.exchanges[TXN_EXCHANGE] = DecisionExchange(self.name, TXN_EXCHANGE, durable=True)
         self.half = HalfRegistry(self, half_settings or HalfSettings())
+        self.policies = VhostPolicies(self)
 
     # ------------------------------------------------------------------ naming
     def rs(self, kind: str, name: str) -> str:
@@ -166,6 +168,7 @@ class VirtualHost(Router):
         )
         self.exchanges[name] = exchange
         self.exchange_arg_types[name] = dict(arg_types)
+        self.policies.apply_to_exchange(exchange)
         self.journal.exchange_declared(exchange, arg_types)
         return exchange
 
@@ -312,6 +315,7 @@ class VirtualHost(Router):
         )
         self.queues[name] = queue
         self.queue_arg_types[name] = dict(arg_types)
+        self.policies.apply_to_queue(queue)
         self.journal.queue_declared(queue, arg_types)
         return queue
 
