@@ -437,3 +437,7 @@ def watch(
                 live.update(snapshot(), refresh=True)
         except KeyboardInterrupt:
             pass
+
+
+# The management commands (policies, definitions, wait-ready) register themselves on `cli`.
+from rabbitish.cli import admin  # noqa: E402, F401
