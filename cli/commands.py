@@ -17,6 +17,7 @@ from rabbitish.cli import render
 from rabbitish.cli.client import DEFAULT_URL, REFUSED, ApiFailure, Client, CliError, segment
 from rabbitish.cli.serve import (
     DEFAULTS,
+    DEFINITIONS_HELP,
     FSYNC_HELP,
     HALF_CHECK_INTERVAL_HELP,
     HALF_CHECK_MAX_HELP,
@@ -93,6 +94,7 @@ def serve(
         DEFAULTS.half_check_interval, help=HALF_CHECK_INTERVAL_HELP
     ),
     half_check_max: int = typer.Option(DEFAULTS.half_check_max, help=HALF_CHECK_MAX_HELP),
+    definitions: str | None = typer.Option(None, help=DEFINITIONS_HELP),
 ) -> None:
     """Run the broker in the foreground; Ctrl-C or SIGTERM stops it cleanly."""
     from rabbitish.cli.serve import run
@@ -105,6 +107,7 @@ def serve(
         management_port=management_port,
         half_check_interval=half_check_interval,
         half_check_max=half_check_max,
+        definitions=definitions,
     )
     raise typer.Exit(run(config))
 

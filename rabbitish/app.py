@@ -79,6 +79,14 @@ class Broker:
                 self.config.store_backlog_limit,
                 self.config.page_out_bytes,
             )
+        if self.config.definitions:
+            from rabbitish.management.definitions import load_file
+
+            try:
+                load_file(self.node, self.config.definitions)
+            except Exception:
+                await self.stop()
+                raise
         node, config, registry = self.node, self.config, self._connections
         # The AMQP port is bound first (its number is known) but accepts only once the
         # management API does, as in RabbitMQ: whoever sees 5672 open may call the API at once.
