@@ -19,6 +19,19 @@ if TYPE_CHECKING:
     from rabbitish.engine.vhost import VirtualHost
 
 
+STAT_NAMES = (
+    "published",
+    "delivered",
+    "acked",
+    "deliver",
+    "deliver_no_ack",
+    "get",
+    "get_no_ack",
+    "get_empty",
+    "redeliver",
+)
+
+
 class Drained(NamedTuple):
     """What `Queue.drain` did: deliveries made, and whether nothing ready was left."""
 
@@ -66,7 +79,9 @@ class Queue:
         self._dispatching = False
         self._held = False  # a commit is applying its effects: no deliveries until it is done
         self._arriving: QueueEntry | None = None
-        self.stats = {"published": 0, "delivered": 0, "acked": 0}
+        # Counters for statistics (management API, metrics): "delivered" counts every delivery
+        # and get; the others split them as RabbitMQ's message_stats do.
+        self.stats = dict.fromkeys(STAT_NAMES, 0)
         # Half messages held for this queue (engine/half.py): invisible, counted apart.
         self.half = 0
         self.touch()
@@ -284,7 +299,11 @@ class Queue:
 
     def _hand_over(self, consumer: Consumer, entry: QueueEntry) -> None:
         entry.delivery_count += 1
-        self.stats["delivered"] += 1
+        stats = self.stats
+        stats["delivered"] += 1
+        stats["deliver_no_ack" if consumer.settled_on_delivery else "deliver"] += 1
+        if entry.delivery_count > 1:
+            stats["redeliver"] += 1
         delivery = Delivery(self, entry, consumer)
         if consumer.settled_on_delivery:
             delivery.settled = True
@@ -324,10 +343,15 @@ class Queue:
         no-ack) has left the queue already."""
         self.touch()
         entry = self._take()
+        stats = self.stats
         if entry is None:
+            stats["get_empty"] += 1
             return None
         entry.delivery_count += 1
-        self.stats["delivered"] += 1
+        stats["delivered"] += 1
+        stats["get_no_ack" if settled else "get"] += 1
+        if entry.delivery_count > 1:
+            stats["redeliver"] += 1
         delivery = Delivery(self, entry, None)
         if settled:
             delivery.settled = True

@@ -61,6 +61,7 @@ class VirtualHost(Router):
         # Direct reply-to: pseudo-queue name -> deliver function of the consuming channel.
         self.reply_to_targets: dict[str, Callable[[Message], None]] = {}
         self.publishes = 0  # publish calls so far: a front end tells a publishing connection by it
+        self.churn = {"queue_declared": 0, "queue_created": 0, "queue_deleted": 0}
         self.exchanges[""] = DefaultExchange(self.name, self.queues)
         for name_, type_ in PREDECLARED:
             self.exchanges[name_] = exchange_type(type_)(self.name, name_, durable=True)
@@ -250,6 +251,7 @@ class VirtualHost(Router):
         exactly in exclusivity (405), then durable, auto_delete and arguments (406)."""
         arguments = arguments or {}
         arg_types = arg_types or {}
+        self.churn["queue_declared"] += 1
         if passive:
             queue = self.queue(name, owner)
             queue.touch()
@@ -315,6 +317,7 @@ class VirtualHost(Router):
         )
         self.queues[name] = queue
         self.queue_arg_types[name] = dict(arg_types)
+        self.churn["queue_created"] += 1
         self.policies.apply_to_queue(queue)
         self.journal.queue_declared(queue, arg_types)
         return queue
@@ -340,6 +343,7 @@ class VirtualHost(Router):
             return
         del self.queues[queue.name]
         self.queue_arg_types.pop(queue.name, None)
+        self.churn["queue_deleted"] += 1
         self.journal.queue_deleted(queue)
         for binding in self._bindings_to(queue):
             binding.source.remove_binding(binding.key)

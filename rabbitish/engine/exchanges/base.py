@@ -59,6 +59,9 @@ class Exchange:
         self.bindings: dict[tuple[int, str, Any], Binding] = {}
         self.deleted = False
         self.policy: Any = None  # the vhost's policy that applies (engine/policies.py)
+        # Statistics: messages published to this exchange, and queue deliveries routed from it.
+        self.published_in = 0
+        self.published_out = 0
 
     @property
     def alternate_exchange(self) -> str | None:
