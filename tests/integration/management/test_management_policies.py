@@ -11,6 +11,7 @@ from typing import Any
 import pika
 import pytest
 
+from tests.support.clients import bodies
 from tests.support.management import NOT_FOUND, Api, amqp_connection, q
 from tests.support.waiting import wait_until
 
@@ -32,15 +33,6 @@ def queue_doc(api: Api, name: str) -> dict[str, Any]:
 
 def depth(channel: Any, name: str) -> int:
     return channel.queue_declare(name, passive=True).method.message_count
-
-
-def bodies(channel: Any, name: str) -> list[bytes]:
-    found = []
-    while True:
-        _method, _props, body = channel.basic_get(name, auto_ack=True)
-        if body is None:
-            return found
-        found.append(body)
 
 
 def wait_policy(api: Api, queue: str, name: str | None) -> dict[str, Any]:
