@@ -124,8 +124,10 @@ def import_user(node: Node, item: dict[str, Any]) -> None:
     name = str(item["name"])
     tags = _tags(item.get("tags"))
     existing = node.users.users.get(name)
+    # A user's vhosts come from permissions: a new user has none until one grants them.
+    vhosts = existing.vhosts if existing is not None else frozenset()
     if "password" in item:
-        node.users.users[name] = User(name, str(item["password"]), tags)
+        node.users.users[name] = User(name, str(item["password"]), tags, vhosts)
         _kept(node).hashes.pop(name, None)
         return
     encoded = str(item.get("password_hash") or "")
@@ -135,7 +137,6 @@ def import_user(node: Node, item: dict[str, Any]) -> None:
     else:
         # The model cannot check a hash yet: a password nobody knows, until it can.
         unusable = base64.b64encode(os.urandom(24)).decode()
-        vhosts = existing.vhosts if existing is not None else frozenset()
         node.users.users[name] = User(name, unusable, tags, vhosts)
     _kept(node).hashes[name] = (encoded, algorithm)
 

@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pika
+import pika.exceptions
 import pytest
 from rabbitish.cli.commands import cli
 from typer.testing import CliRunner
@@ -288,6 +289,29 @@ def test_rabbitish_definitions_round_trip_through_rabbitmq(clean_rabbitmq, uid):
         assert back == {k: v for k, v in normalised(exported).items() if k != "global_parameters"}
     finally:
         _clean(rabbitmq_api, uid)
+
+
+def test_imported_user_with_a_password_logs_in_where_permitted(uid):
+    """Users given with a plain `password` log in (RabbitMQ's import accepts that form too),
+    in the vhosts their permissions name only."""
+    users = [{"name": uid, "password": "secret", "tags": "management"}]
+    with running_broker(management=True) as broker:
+        api = fresh_api(broker)
+        assert api.call("POST", "/api/definitions", {"users": users}).status == 204
+        url = broker.url.replace("guest:guest", f"{uid}:secret")
+        with pytest.raises(pika.exceptions.ProbableAccessDeniedError):
+            pika.BlockingConnection(pika.URLParameters(url))
+        permission = {"user": uid, "vhost": "/", "configure": ".*", "write": ".*", "read": ".*"}
+        assert api.call("POST", "/api/definitions", {"permissions": [permission]}).status == 204
+        with pika.BlockingConnection(pika.URLParameters(url)) as conn:
+            assert conn.channel().is_open
+        exported = api.ok("GET", "/api/definitions")
+        [user] = [u for u in exported["users"] if u["name"] == uid]
+        assert (user["tags"], user["hashing_algorithm"]) == (
+            ["management"],
+            "rabbit_password_hashing_sha256",
+        )
+        assert permission in exported["permissions"]
 
 
 # ---------------------------------------------------------------------- start-up and CLI
