@@ -119,6 +119,7 @@ class Connection10(BufferedOutput):
         self.container_id = ""
         self.client_properties: dict[str, Any] = {}
         self.user: str | None = None
+        self.auth_mechanism = ""
         self.vhost: VirtualHost | None = None
         self.sessions: dict[int, Session] = {}  # by our channel number
         self.transactions = TransactionTable(self)  # declared through any of its sessions
@@ -287,6 +288,7 @@ class Connection10(BufferedOutput):
             self._drop("authentication failed")
             return
         self.user = outcome.user
+        self.auth_mechanism = str(init.mechanism)
         self.state = State.AWAIT_HEADER
 
     def _open(self, open_: Open) -> None:
@@ -376,6 +378,7 @@ class Connection10(BufferedOutput):
         session = Session(self, local, remote_channel, begin)
         self.sessions[local] = session
         self._remote_channels[remote_channel] = local
+        self.node.churn["channel_created"] += 1
         session.begun()
 
     def _end(self, session: Session, end: End) -> None:
@@ -384,7 +387,8 @@ class Connection10(BufferedOutput):
         self._forget(session)
 
     def _forget(self, session: Session) -> None:
-        self.sessions.pop(session.channel, None)
+        if self.sessions.pop(session.channel, None) is not None:
+            self.node.churn["channel_closed"] += 1
         self._remote_channels.pop(session.remote_channel, None)
 
     def ended_by_broker(self, session: Session) -> None:
@@ -428,6 +432,7 @@ class Connection10(BufferedOutput):
         self.transactions.rollback_all()
         for session in list(self.sessions.values()):
             session.teardown()
+        self.node.churn["channel_closed"] += len(self.sessions)
         self.sessions.clear()
         self._remote_channels.clear()
         if self.vhost is not None:
@@ -454,6 +459,7 @@ class Connection10(BufferedOutput):
             heartbeat=self.idle_timeout_ms // 1000,
             client_properties={str(k): v for k, v in self.client_properties.items()},
             sessions=tuple(s.view() for _, s in sorted(self.sessions.items())),
+            auth_mechanism=self.auth_mechanism,
         )
 
 

@@ -17,6 +17,7 @@ from rabbitish.cli import render
 from rabbitish.cli.client import DEFAULT_URL, REFUSED, ApiFailure, Client, CliError, segment
 from rabbitish.cli.serve import (
     DEFAULTS,
+    DEFINITIONS_HELP,
     FSYNC_HELP,
     HALF_CHECK_INTERVAL_HELP,
     HALF_CHECK_MAX_HELP,
@@ -95,6 +96,7 @@ def serve(
         DEFAULTS.half_check_interval, help=HALF_CHECK_INTERVAL_HELP
     ),
     half_check_max: int = typer.Option(DEFAULTS.half_check_max, help=HALF_CHECK_MAX_HELP),
+    definitions: str | None = typer.Option(None, help=DEFINITIONS_HELP),
 ) -> None:
     """Run the broker in the foreground; Ctrl-C or SIGTERM stops it cleanly."""
     from rabbitish.cli.serve import run
@@ -108,6 +110,7 @@ def serve(
         prometheus_port=prometheus_port,
         half_check_interval=half_check_interval,
         half_check_max=half_check_max,
+        definitions=definitions,
     )
     raise typer.Exit(run(config))
 
@@ -440,3 +443,7 @@ def watch(
                 live.update(snapshot(), refresh=True)
         except KeyboardInterrupt:
             pass
+
+
+# The management commands (policies, definitions, wait-ready) register themselves on `cli`.
+from rabbitish.cli import admin  # noqa: E402, F401

@@ -16,6 +16,7 @@ FSYNC_HELP = "Sync each commit to disk (always) or leave it to the OS (never)."
 PROMETHEUS_PORT_HELP = "Prometheus /metrics port (0: only on the management port)."
 HALF_CHECK_INTERVAL_HELP = "Seconds between status checks of an undecided half transaction."
 HALF_CHECK_MAX_HELP = "Status checks sent before an undecided half transaction is rolled back."
+DEFINITIONS_HELP = "Definitions file (RabbitMQ's JSON) to apply at start."
 
 log = logging.getLogger("rabbitish")
 
@@ -48,6 +49,7 @@ def parser(prog: str = "rabbitish serve") -> argparse.ArgumentParser:
     p.add_argument(
         "--half-check-max", type=int, default=DEFAULTS.half_check_max, help=HALF_CHECK_MAX_HELP
     )
+    p.add_argument("--definitions", default=None, help=DEFINITIONS_HELP)
     return p
 
 
@@ -63,6 +65,7 @@ def main(argv: list[str], prog: str = "rabbitish serve") -> int:
             prometheus_port=args.prometheus_port,
             half_check_interval=args.half_check_interval,
             half_check_max=args.half_check_max,
+            definitions=args.definitions,
         )
     )
 
@@ -82,12 +85,13 @@ async def serve(config: Config) -> int:
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
+    from rabbitish.management.definitions import DefinitionsError
     from rabbitish.store import StoreError
 
     broker = Broker(config)
     try:
         await broker.start()
-    except StoreError as err:
+    except (StoreError, DefinitionsError) as err:
         log.error("cannot start: %s", err)
         return 2
     management = ""

@@ -1,6 +1,6 @@
 """Composition root: builds the engine, the store (recovering the data dir, unless it is
-:memory:), the AMQP 0-9-1 listener and the management HTTP API (when it has a port); starts
-them in that order and stops them in reverse. `Broker` is also the embedding API:
+:memory:), the AMQP 0-9-1 listener and the management HTTP API (when it has a port); the API
+accepts before the AMQP port does, and they stop in reverse. `Broker` is also the embedding API:
 `async with Broker(port=0) as b: b.url`."""
 
 from __future__ import annotations
@@ -80,12 +80,23 @@ class Broker:
                 self.config.store_backlog_limit,
                 self.config.page_out_bytes,
             )
+        if self.config.definitions:
+            from rabbitish.management.definitions import load_file
+
+            try:
+                load_file(self.node, self.config.definitions)
+            except Exception:
+                await self.stop()
+                raise
         node, config, registry = self.node, self.config, self._connections
+        # The AMQP port is bound first (its number is known) but accepts only once the
+        # management API does, as in RabbitMQ: whoever sees 5672 open may call the API at once.
         self._server = await loop.create_server(
             lambda: HeaderSniffer(node, config, registry),
             host=self.config.host,
             port=self.config.port,
             reuse_address=True,
+            start_serving=False,
         )
         self.port = self._server.sockets[0].getsockname()[1]
         if self.config.management_port:
@@ -107,6 +118,7 @@ class Broker:
                     self.config.prometheus_port,
                     err.strerror or err,
                 )
+        await self._server.start_serving()
 
     def _alarms_changed(self) -> None:
         """Tell every connection; front ends that block publishers act on it."""

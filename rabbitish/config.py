@@ -41,6 +41,8 @@ class Config:
     # Bytes of ready messages a durable queue keeps in memory; past them (or past 1000 messages)
     # the bodies of persistent messages stay on disk only and are read back ahead of consumers.
     page_out_bytes: int = 16 * 1024 * 1024
+    # A definitions file (RabbitMQ's JSON) applied at every start, after recovery.
+    definitions: str | None = None
 
     @property
     def in_memory(self) -> bool:

@@ -12,6 +12,7 @@ if TYPE_CHECKING:
     from rabbitish.engine.exchanges.base import Binding, Exchange
     from rabbitish.engine.half import HalfTxn
     from rabbitish.engine.message import Message, QueueEntry
+    from rabbitish.engine.policies import Policy
     from rabbitish.engine.queue import Queue
 
 
@@ -35,6 +36,10 @@ class Journal(Protocol):
     def binding_added(self, binding: Binding) -> None: ...
 
     def binding_removed(self, binding: Binding) -> None: ...
+
+    def policy_set(self, policy: Policy) -> None: ...
+
+    def policy_cleared(self, policy: Policy) -> None: ...
 
     def message_enqueued(self, queue: Queue, entry: QueueEntry) -> None: ...
 
@@ -90,6 +95,12 @@ class NullJournal:
         pass
 
     def binding_removed(self, binding: Binding) -> None:
+        pass
+
+    def policy_set(self, policy: Policy) -> None:
+        pass
+
+    def policy_cleared(self, policy: Policy) -> None:
         pass
 
     def message_enqueued(self, queue: Queue, entry: QueueEntry) -> None:

@@ -14,6 +14,34 @@ from rabbitish.engine.sessions import FrontEndConnection
 from rabbitish.engine.transactions import TransactionRegistry
 from rabbitish.engine.vhost import VirtualHost
 
+CHURN_NAMES = (
+    "connection_created",
+    "connection_closed",
+    "channel_created",
+    "channel_closed",
+    "queue_declared",
+    "queue_created",
+    "queue_deleted",
+)
+
+
+class ConnectionSet(set[FrontEndConnection]):
+    """The open connections, counting arrivals and departures (the overview's churn)."""
+
+    def __init__(self, churn: dict[str, int]) -> None:
+        super().__init__()
+        self.churn = churn
+
+    def add(self, conn: FrontEndConnection) -> None:
+        if conn not in self:
+            self.churn["connection_created"] += 1
+            super().add(conn)
+
+    def discard(self, conn: FrontEndConnection) -> None:
+        if conn in self:
+            self.churn["connection_closed"] += 1
+            super().discard(conn)
+
 
 class Node:
     def __init__(
@@ -35,7 +63,9 @@ class Node:
         self.users = UserDatabase(
             {name: User(name, password) for name, password in (users or {"guest": "guest"}).items()}
         )
-        self.connections: set[FrontEndConnection] = set()
+        # Counters of what came and went, for statistics: queue ones are counted by the vhosts.
+        self.churn = dict.fromkeys(CHURN_NAMES, 0)
+        self.connections: set[FrontEndConnection] = ConnectionSet(self.churn)
         self.transactions = TransactionRegistry()
         self.alarms = Alarms()  # raised while publishers must wait (store writes failing)
 

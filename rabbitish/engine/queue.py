@@ -11,11 +11,25 @@ from rabbitish.engine.consumer import Consumer
 from rabbitish.engine.delivery import Delivery
 from rabbitish.engine.errors import access_refused
 from rabbitish.engine.message import Message, QueueEntry
-from rabbitish.engine.queue_args import QueueArguments
+from rabbitish.engine.policies import Policy, effective_definition
+from rabbitish.engine.queue_args import QueueArguments, effective_arguments
 from rabbitish.engine.ready import PriorityReady, ReadyList
 
 if TYPE_CHECKING:
     from rabbitish.engine.vhost import VirtualHost
+
+
+STAT_NAMES = (
+    "published",
+    "delivered",
+    "acked",
+    "deliver",
+    "deliver_no_ack",
+    "get",
+    "get_no_ack",
+    "get_empty",
+    "redeliver",
+)
 
 
 class Drained(NamedTuple):
@@ -44,6 +58,8 @@ class Queue:
         self.auto_delete = auto_delete
         self.arguments = dict(arguments or {})
         self.args = QueueArguments.parse(self.arguments)
+        self.policy: Policy | None = None
+        self.operator_policy: Policy | None = None
         self.scheduler = scheduler
         self.ready: ReadyList | PriorityReady = (
             PriorityReady(self.args.max_priority)
@@ -63,7 +79,9 @@ class Queue:
         self._dispatching = False
         self._held = False  # a commit is applying its effects: no deliveries until it is done
         self._arriving: QueueEntry | None = None
-        self.stats = {"published": 0, "delivered": 0, "acked": 0}
+        # Counters for statistics (management API, metrics): "delivered" counts every delivery
+        # and get; the others split them as RabbitMQ's message_stats do.
+        self.stats = dict.fromkeys(STAT_NAMES, 0)
         # Half messages held for this queue (engine/half.py): invisible, counted apart.
         self.half = 0
         self.touch()
@@ -84,6 +102,29 @@ class Queue:
     @property
     def exclusive(self) -> bool:
         return self.exclusive_owner is not None
+
+    # ------------------------------------------------------------------ policies
+    @property
+    def policy_definition(self) -> dict[str, Any]:
+        """The merged definition of the policy and operator policy applied (may be empty)."""
+        return effective_definition(self.policy, self.operator_policy)
+
+    def apply_policies(self, policy: Policy | None, operator_policy: Policy | None) -> None:
+        """Act on the settings the queue's arguments and these policies give together, as
+        RabbitMQ does when a policy changes: a new expiry restarts the countdown, new length
+        limits drop from the head at once; messages keep the TTL they were published under."""
+        self.policy, self.operator_policy = policy, operator_policy
+        args = QueueArguments.parse(effective_arguments(self.arguments, self.policy_definition))
+        if args == self.args:
+            return
+        old, self.args = self.args, args
+        if args.expires != old.expires:
+            self._cancel_expiry()
+            self.touch()
+        if not args.rejects_overflow and (
+            args.max_length is not None or args.max_length_bytes is not None
+        ):
+            self._drop_head_over_limit()
 
     # ------------------------------------------------------------------ publish side
     def enqueue(self, message: Message) -> bool:
@@ -258,7 +299,11 @@ class Queue:
 
     def _hand_over(self, consumer: Consumer, entry: QueueEntry) -> None:
         entry.delivery_count += 1
-        self.stats["delivered"] += 1
+        stats = self.stats
+        stats["delivered"] += 1
+        stats["deliver_no_ack" if consumer.settled_on_delivery else "deliver"] += 1
+        if entry.delivery_count > 1:
+            stats["redeliver"] += 1
         delivery = Delivery(self, entry, consumer)
         if consumer.settled_on_delivery:
             delivery.settled = True
@@ -298,10 +343,15 @@ class Queue:
         no-ack) has left the queue already."""
         self.touch()
         entry = self._take()
+        stats = self.stats
         if entry is None:
+            stats["get_empty"] += 1
             return None
         entry.delivery_count += 1
-        self.stats["delivered"] += 1
+        stats["delivered"] += 1
+        stats["get_no_ack" if settled else "get"] += 1
+        if entry.delivery_count > 1:
+            stats["redeliver"] += 1
         delivery = Delivery(self, entry, None)
         if settled:
             delivery.settled = True

@@ -303,3 +303,27 @@ class QueueArguments:
             dead_letter_routing_key=_as_str(args.get("x-dead-letter-routing-key")),
             max_priority=as_int("x-max-priority"),
         )
+
+
+# ---------------------------------------------------------------------- policies
+# How a classic queue combines a policy value with its own x- argument, as RabbitMQ 3.10 does:
+# for these limits the lower of the two applies, for the rest the argument wins.
+POLICY_LOWER_WINS = ("expires", "message-ttl", "max-length", "max-length-bytes")
+POLICY_ARGUMENT_WINS = ("dead-letter-exchange", "dead-letter-routing-key", "overflow", "queue-mode")
+
+
+def effective_arguments(arguments: dict[str, Any], definition: dict[str, Any]) -> dict[str, Any]:
+    """The x- arguments a queue acts on: its own, with the (merged) policy `definition` folded
+    in. The one place where arguments, policy and operator policy meet."""
+    if not definition:
+        return arguments
+    effective = dict(arguments)
+    for key in POLICY_LOWER_WINS + POLICY_ARGUMENT_WINS:
+        if key not in definition:
+            continue
+        policy_value, arg_key = definition[key], "x-" + key
+        if arg_key not in arguments:
+            effective[arg_key] = policy_value
+        elif key in POLICY_LOWER_WINS and isinstance(arguments[arg_key], int):
+            effective[arg_key] = min(arguments[arg_key], policy_value)
+    return effective

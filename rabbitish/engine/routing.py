@@ -63,6 +63,7 @@ class Router:
         self.publishes += 1
         if isinstance(exchange, str):
             exchange = self.publish_exchange(exchange)
+        exchange.published_in += 1
         effect: Effect | None = None
         if is_reply_to_address(exchange.name, routing_key):
             # The reply is handed over at once, even in a transaction, and never counts as
@@ -80,6 +81,7 @@ class Router:
                 queues = []  # a decision is for the broker: it never reaches a queue
             else:
                 queues = self.route(exchange, routing_key, message)
+                exchange.published_out += len(queues)
         if tx is not None:
             tx.stage_publish(message, queues, mandatory, effect)
             return PublishResult(bool(queues), True, False)

@@ -47,6 +47,9 @@ class SessionView:
     # may come from any of its sessions).
     transactions: tuple[Transaction, ...] = ()
     links: tuple[LinkView, ...] = ()  # AMQP 1.0 only
+    unconfirmed: int = 0  # confirm mode: published, not confirmed yet
+    # Counters named as RabbitMQ's channel message_stats (publish, confirm, deliver, ...).
+    message_stats: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -60,6 +63,7 @@ class ConnectionView:
     heartbeat: int
     client_properties: dict[str, Any] = field(default_factory=dict)
     sessions: tuple[SessionView, ...] = ()
+    auth_mechanism: str = ""  # the SASL mechanism the client logged in with
 
 
 class FrontEndConnection(Protocol):

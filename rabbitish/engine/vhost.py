@@ -22,6 +22,7 @@ from rabbitish.engine.exchanges.registry import DefaultExchange, exchange_type
 from rabbitish.engine.half import TXN_EXCHANGE, DecisionExchange, HalfRegistry, HalfSettings
 from rabbitish.engine.journal import Journal, NullJournal
 from rabbitish.engine.message import Message
+from rabbitish.engine.policies import VhostPolicies
 from rabbitish.engine.queue import Queue
 from rabbitish.engine.queue_args import (
     EQUIVALENCE_CHECKED,
@@ -62,11 +63,13 @@ class VirtualHost(Router):
         self.publishes = 0  # publish calls so far: a front end tells a publishing connection by it
         # Counters of deleted queues, so node-wide totals (metrics) never go down.
         self.deleted_queue_stats = {"published": 0, "delivered": 0, "acked": 0}
+        self.churn = {"queue_declared": 0, "queue_created": 0, "queue_deleted": 0}
         self.exchanges[""] = DefaultExchange(self.name, self.queues)
         for name_, type_ in PREDECLARED:
             self.exchanges[name_] = exchange_type(type_)(self.name, name_, durable=True)
         self.exchanges[TXN_EXCHANGE] = DecisionExchange(self.name, TXN_EXCHANGE, durable=True)
         self.half = HalfRegistry(self, half_settings or HalfSettings())
+        self.policies = VhostPolicies(self)
 
     # ------------------------------------------------------------------ naming
     def rs(self, kind: str, name: str) -> str:
@@ -168,6 +171,7 @@ class VirtualHost(Router):
         )
         self.exchanges[name] = exchange
         self.exchange_arg_types[name] = dict(arg_types)
+        self.policies.apply_to_exchange(exchange)
         self.journal.exchange_declared(exchange, arg_types)
         return exchange
 
@@ -249,6 +253,7 @@ class VirtualHost(Router):
         exactly in exclusivity (405), then durable, auto_delete and arguments (406)."""
         arguments = arguments or {}
         arg_types = arg_types or {}
+        self.churn["queue_declared"] += 1
         if passive:
             queue = self.queue(name, owner)
             queue.touch()
@@ -314,6 +319,8 @@ class VirtualHost(Router):
         )
         self.queues[name] = queue
         self.queue_arg_types[name] = dict(arg_types)
+        self.churn["queue_created"] += 1
+        self.policies.apply_to_queue(queue)
         self.journal.queue_declared(queue, arg_types)
         return queue
 
@@ -340,6 +347,7 @@ class VirtualHost(Router):
         self.queue_arg_types.pop(queue.name, None)
         for name, count in queue.stats.items():
             self.deleted_queue_stats[name] += count
+        self.churn["queue_deleted"] += 1
         self.journal.queue_deleted(queue)
         for binding in self._bindings_to(queue):
             binding.source.remove_binding(binding.key)

@@ -10,10 +10,10 @@ from urllib.parse import unquote_plus
 
 from rabbitish import __version__
 from rabbitish.engine.errors import AMQPError
-from rabbitish.management import errors, format, messages, sessions
+from rabbitish.management import errors, format, messages, sessions, stats
 from rabbitish.management.clients import ClientsApi
 from rabbitish.management.errors import ApiError, bad_request, not_found
-from rabbitish.management.rates import Rates
+from rabbitish.management.stats import CHANNEL_ONLY, QUEUE_STATS
 
 if TYPE_CHECKING:
     from rabbitish.config import Config
@@ -32,7 +32,6 @@ class Api(ClientsApi):
     def __init__(self, node: Node, config: Config, protocols: Any, amqp_port: int) -> None:
         super().__init__(node, config, protocols, amqp_port)
         self.http_port = 0
-        self.rates = Rates()
 
     # ------------------------------------------------------------------ lookups
     def queue(self, user: User, vhost_name: str, name: str) -> Queue:
@@ -55,14 +54,27 @@ class Api(ClientsApi):
         conns = list(self._connections(user))
         ready = sum(q.message_count for q in queues)
         unacked = sum(q.unacked for q in queues)
-        stats = {
-            "publish": sum(q.stats["published"] for q in queues),
-            "deliver_get": sum(q.stats["delivered"] for q in queues),
-            "ack": sum(q.stats["acked"] for q in queues),
+        channel_stats = [s.message_stats for c in conns for s in c.view().sessions]
+        message_stats = {
+            **stats.sum_counters(map(stats.queue_message_stats, queues), QUEUE_STATS),
+            "publish": sum(v.publishes for v in vhosts),
+            **stats.sum_counters(channel_stats, CHANNEL_ONLY),
         }
+        totals = {
+            "messages": ready + unacked,
+            "messages_ready": ready,
+            "messages_unacknowledged": unacked,
+        }
+        churn = dict(self.node.churn)
+        for vhost in vhosts:
+            for key, value in vhost.churn.items():
+                churn[key] += value
+        rate = self.rates.sample(self.node, {**message_stats, **totals, **churn})
         host = self.config.host or "0.0.0.0"
         return {
+            "churn_rates": stats.with_details(dict(sorted(churn.items())), rate),
             "cluster_name": format.NODE,
+            "disable_stats": False,
             "contexts": [],
             "exchange_types": [
                 {"name": n, "description": d, "enabled": True}
@@ -83,7 +95,7 @@ class Api(ClientsApi):
                 },
             ],
             "management_version": format.RABBITMQ_VERSION,
-            "message_stats": stats,
+            "message_stats": stats.with_details(message_stats, rate),
             "node": format.NODE,
             "object_totals": {
                 "channels": sum(len(c.view().sessions) for c in conns),
@@ -94,11 +106,7 @@ class Api(ClientsApi):
             },
             "product_name": "rabbitish",
             "product_version": __version__,
-            "queue_totals": {
-                "messages": ready + unacked,
-                "messages_ready": ready,
-                "messages_unacknowledged": unacked,
-            },
+            "queue_totals": stats.with_details(totals, rate),
             "rabbitmq_version": format.RABBITMQ_VERSION,
             "rates_mode": "basic",
         }
@@ -108,7 +116,15 @@ class Api(ClientsApi):
         return {"name": user.name, "tags": list(user.tags)}
 
     def list_vhosts(self, user: User, name: str | None = None) -> Any:
-        found = [format.vhost_json(v, v.queues.values()) for v in self.vhosts(user, name)]
+        found = []
+        for vhost in self.vhosts(user, name):
+            views = self._views(user, vhost.name)
+            channel_stats = [s.message_stats for view, _ in views for s in view.sessions]
+            io = stats.sum_counters(
+                ({"recv_oct": e.recv_oct, "send_oct": e.send_oct} for _, e in views),
+                ("recv_oct", "send_oct"),
+            )
+            found.append(format.vhost_json(vhost, self.rates, channel_stats, io))
         return found[0] if name is not None else found
 
     # ------------------------------------------------------------------ queues
@@ -196,13 +212,13 @@ class Api(ClientsApi):
     # ------------------------------------------------------------------ exchanges
     def list_exchanges(self, user: User, vhost: str | None = None) -> list[dict[str, Any]]:
         return [
-            format.exchange_json(e)
+            format.exchange_json(e, self.rates)
             for v in self.vhosts(user, vhost)
             for _, e in sorted(v.exchanges.items())
         ]
 
     def get_exchange(self, user: User, vhost: str, name: str) -> dict[str, Any]:
-        doc = format.exchange_json(self.exchange(user, vhost, name))
+        doc = format.exchange_json(self.exchange(user, vhost, name), self.rates)
         doc["incoming"] = []
         doc["outgoing"] = []
         return doc

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from rabbitish.management import half, sessions
 from rabbitish.management.errors import bad_request, not_found
+from rabbitish.management.rates import Rates
 
 if TYPE_CHECKING:
     from rabbitish.config import Config
@@ -32,6 +33,7 @@ class ClientsApi:
         self.config = config
         self.protocols = protocols  # the broker's socket-level connections
         self.amqp_port = amqp_port
+        self.rates = Rates()
 
     # ------------------------------------------------------------------ lookups
     def vhost(self, user: User, name: str) -> VirtualHost:
@@ -87,7 +89,9 @@ class ClientsApi:
     def list_connections(self, user: User, vhost: str | None = None) -> list[dict[str, Any]]:
         if vhost is not None:
             self.vhost(user, vhost)
-        found = [sessions.connection_json(view, ep) for view, ep in self._views(user, vhost)]
+        found = [
+            sessions.connection_json(view, ep, self.rates) for view, ep in self._views(user, vhost)
+        ]
         return sorted(found, key=lambda c: c["name"])
 
     def _connection(self, user: User, name: str) -> FrontEndConnection:
@@ -99,7 +103,8 @@ class ClientsApi:
 
     def get_connection(self, user: User, name: str) -> dict[str, Any]:
         conn = self._connection(user, name)
-        return sessions.connection_json(conn.view(), sessions.endpoint_of(conn, self._endpoints()))
+        endpoint = sessions.endpoint_of(conn, self._endpoints())
+        return sessions.connection_json(conn.view(), endpoint, self.rates)
 
     def close_connection(self, user: User, name: str, reason: str | None) -> None:
         """Close with 320 CONNECTION_FORCED, as RabbitMQ does (text from the X-Reason header)."""
@@ -131,17 +136,36 @@ class ClientsApi:
         else:
             views = self._views(user, vhost)
         found = [
-            sessions.channel_json(view, session, endpoint)
+            sessions.channel_json(view, session, endpoint, self.rates)
             for view, endpoint in views
             for session in view.sessions
         ]
         return sorted(found, key=lambda c: (c["connection_details"]["name"], c["number"]))
 
     def get_channel(self, user: User, name: str) -> dict[str, Any]:
+        """One channel, with its consumers (RabbitMQ's per-queue and per-exchange breakdowns,
+        `deliveries` and `publishes`, stay empty as in its basic rates mode)."""
         for channel in self.list_channels(user):
             if channel["name"] == name:
+                channel["consumer_details"] = self._channel_consumers(user, channel)
+                channel["deliveries"] = []
+                channel["publishes"] = []
                 return channel
         raise not_found()
+
+    def _channel_consumers(self, user: User, channel: dict[str, Any]) -> list[dict[str, Any]]:
+        known = self._endpoints()
+        found = []
+        for vhost in self.vhosts(user, channel["vhost"]):
+            for queue in vhost.queues.values():
+                for consumer in queue.consumers:
+                    endpoint = self._consumer_endpoint(consumer, known)
+                    session = consumer.session
+                    if endpoint is None or session is None:
+                        continue
+                    if sessions.channel_name(endpoint, session.number) == channel["name"]:
+                        found.append(sessions.consumer_json(consumer, queue, endpoint))
+        return found
 
     def list_links(self, user: User, vhost: str | None = None) -> list[dict[str, Any]]:
         """Every AMQP 1.0 link (rabbitish's own listing: RabbitMQ nests them in sessions)."""

@@ -13,6 +13,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote_plus
 
+from rabbitish.management import stats
 from rabbitish.management.rates import Rates
 
 if TYPE_CHECKING:
@@ -44,10 +45,6 @@ def jsonable(value: Any) -> Any:
     if isinstance(value, datetime.datetime):
         return int(value.replace(tzinfo=value.tzinfo or datetime.UTC).timestamp())
     return value
-
-
-def details(rate: float) -> dict[str, float]:
-    return {"rate": round(rate, 1)}
 
 
 # ---------------------------------------------------------------------- bindings
@@ -118,12 +115,14 @@ def vhost_bindings(vhost: VirtualHost) -> list[dict[str, Any]]:
 
 
 # ---------------------------------------------------------------------- exchanges
-def exchange_json(exchange: Exchange) -> dict[str, Any]:
+def exchange_json(exchange: Exchange, rates: Rates) -> dict[str, Any]:
+    counters = {"publish_in": exchange.published_in, "publish_out": exchange.published_out}
     return {
         "arguments": jsonable(exchange.arguments),
         "auto_delete": exchange.auto_delete,
         "durable": exchange.durable,
         "internal": exchange.internal,
+        "message_stats": stats.sampled(rates, exchange, counters),
         "name": exchange.name,
         "type": exchange.type_name or "direct",
         "vhost": exchange.vhost,
@@ -134,40 +133,39 @@ def exchange_json(exchange: Exchange) -> dict[str, Any]:
 def queue_json(queue: Queue, rates: Rates, owner: dict[str, Any] | None) -> dict[str, Any]:
     ready = queue.message_count
     unacked = queue.unacked
-    stats = queue.stats
+    message_stats = stats.queue_message_stats(queue)
     counters = {
-        "publish": stats["published"],
-        "deliver_get": stats["delivered"],
-        "ack": stats["acked"],
+        **message_stats,
         "messages": ready + unacked,
         "messages_ready": ready,
         "messages_unacknowledged": unacked,
     }
     rate = rates.sample(queue, counters)
+    utilisation = stats.consumer_utilisation(queue)
     doc: dict[str, Any] = {
         "arguments": jsonable(queue.arguments),
         "auto_delete": queue.auto_delete,
+        "consumer_capacity": utilisation,
+        "consumer_utilisation": utilisation,
         "consumers": len(queue.consumers),
         "durable": queue.durable,
         "exclusive": queue.exclusive,
         "exclusive_consumer_tag": _exclusive_tag(queue),
-        "message_bytes": queue.ready.bytes,
-        "message_bytes_ready": queue.ready.bytes,
-        "message_stats": {
-            key: value
-            for name in ("publish", "deliver_get", "ack")
-            for key, value in ((name, counters[name]), (f"{name}_details", details(rate[name])))
-        },
+        "head_message_timestamp": stats.head_timestamp(queue),
+        **stats.queue_breakdown(queue),
+        "message_stats": stats.with_details(message_stats, rate),
         "messages": ready + unacked,
-        "messages_details": details(rate["messages"]),
+        "messages_details": stats.details(rate["messages"]),
         "messages_half": queue.half,  # held half messages (x-half-txn), not in "messages"
         "messages_ready": ready,
-        "messages_ready_details": details(rate["messages_ready"]),
+        "messages_ready_details": stats.details(rate["messages_ready"]),
         "messages_unacknowledged": unacked,
-        "messages_unacknowledged_details": details(rate["messages_unacknowledged"]),
+        "messages_unacknowledged_details": stats.details(rate["messages_unacknowledged"]),
         "name": queue.name,
         "node": NODE,
-        "policy": None,
+        "effective_policy_definition": queue.policy_definition,
+        "operator_policy": queue.operator_policy.name if queue.operator_policy else None,
+        "policy": queue.policy.name if queue.policy else None,
         "single_active_consumer_tag": None,
         "state": "running",
         "type": "classic",
@@ -175,7 +173,10 @@ def queue_json(queue: Queue, rates: Rates, owner: dict[str, Any] | None) -> dict
     }
     if owner is not None:
         doc["owner_pid_details"] = owner
-    return doc
+    idle = rates.idle_since(queue)
+    if idle is not None:
+        doc["idle_since"] = idle
+    return dict(sorted(doc.items()))
 
 
 def _exclusive_tag(queue: Queue) -> str | None:
@@ -185,20 +186,36 @@ def _exclusive_tag(queue: Queue) -> str | None:
     return None
 
 
-def vhost_json(vhost: VirtualHost, queues: Iterable[Queue]) -> dict[str, Any]:
+def vhost_json(
+    vhost: VirtualHost,
+    rates: Rates,
+    channel_stats: Iterable[dict[str, int]],
+    io: dict[str, int],
+) -> dict[str, Any]:
+    """`channel_stats` are the message_stats of the vhost's open channels, `io` the byte
+    counters of its open connections."""
     ready = unacked = 0
-    for queue in queues:
+    for queue in vhost.queues.values():
         ready += queue.message_count
         unacked += queue.unacked
     description = "Default virtual host" if vhost.name == "/" else ""
-    return {
-        "cluster_state": {NODE: "running"},
-        "description": description,
+    message_stats = stats.vhost_message_stats(vhost, channel_stats)
+    totals = {
         "messages": ready + unacked,
         "messages_ready": ready,
         "messages_unacknowledged": unacked,
+    }
+    bytes_ = {"recv_oct": io.get("recv_oct", 0), "send_oct": io.get("send_oct", 0)}
+    rate = rates.sample(vhost, {**message_stats, **totals, **bytes_})
+    return {
+        "cluster_state": {NODE: "running"},
+        "default_queue_type": "classic",
+        "description": description,
+        "message_stats": stats.with_details(message_stats, rate),
+        **stats.with_details(totals, rate),
         "metadata": {"description": description, "tags": []},
         "name": vhost.name,
+        **stats.with_details(bytes_, rate),
         "tags": [],
         "tracing": False,
     }

@@ -14,7 +14,7 @@ from urllib.parse import quote
 
 from aiohttp import web
 
-from rabbitish.management import listing, metrics, ui
+from rabbitish.management import definitions, listing, metrics, policies, ui
 from rabbitish.management.api import Api
 from rabbitish.management.errors import NOT_FOUND_BODY, ApiError, bad_request
 from rabbitish.management.format import NODE
@@ -190,6 +190,8 @@ class ManagementServer:
         get("/api/links/{vhost}", self._list(lambda r, u: a.list_links(u, r["vhost"])))
         get("/api/health/checks/alarms", self._alarm_check("in effect in the cluster"))
         get("/api/health/checks/local-alarms", self._alarm_check("in effect on the node"))
+        policies.add_routes(app, a, _json, _body)
+        definitions.add_routes(app, a.node, _json, _body)
         metrics.add_routes(app, a.node)
         ui.add_routes(app)
 

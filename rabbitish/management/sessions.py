@@ -8,6 +8,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from rabbitish.management.format import NODE, jsonable
+from rabbitish.management.rates import Rates
+from rabbitish.management.stats import details, with_details
 
 if TYPE_CHECKING:
     from rabbitish.engine.consumer import Consumer
@@ -24,6 +26,13 @@ class Endpoint:
     peer_port: int
     host: str
     port: int
+    # Socket statistics kept by the I/O layer: bytes and reads/writes each way, accept time.
+    recv_oct: int = 0
+    recv_cnt: int = 0
+    send_oct: int = 0
+    send_cnt: int = 0
+    connected_at: int | None = None
+    owner: Any = None  # the socket-level protocol object (the key its rates are kept under)
 
 
 def _address(value: Any) -> tuple[str, int]:
@@ -50,7 +59,19 @@ def endpoints(protocols: Any, fallback_port: int) -> dict[int, Endpoint]:
         if not local[1]:
             local = ("127.0.0.1", fallback_port)
         name = f"{peer[0]}:{peer[1]} -> {local[0]}:{local[1]}"
-        found[id(conn)] = Endpoint(name, peer[0], peer[1], local[0], local[1])
+        found[id(conn)] = Endpoint(
+            name,
+            peer[0],
+            peer[1],
+            local[0],
+            local[1],
+            getattr(proto, "recv_oct", 0),
+            getattr(proto, "_reads", 0),
+            getattr(proto, "send_oct", 0),
+            getattr(proto, "_writes", 0),
+            getattr(proto, "connected_at", None),
+            proto,
+        )
     return found
 
 
@@ -62,32 +83,66 @@ def endpoint_of(conn: Any, known: dict[int, Endpoint]) -> Endpoint:
     return endpoint
 
 
-def connection_json(view: ConnectionView, endpoint: Endpoint) -> dict[str, Any]:
-    return {
+def connection_json(view: ConnectionView, endpoint: Endpoint, rates: Rates) -> dict[str, Any]:
+    io = {
+        "recv_cnt": endpoint.recv_cnt,
+        "recv_oct": endpoint.recv_oct,
+        "send_cnt": endpoint.send_cnt,
+        "send_oct": endpoint.send_oct,
+    }
+    rate = rates.sample(endpoint.owner, io) if endpoint.owner is not None else {}
+    name = view.client_properties.get("connection_name")
+    doc = {
+        "auth_mechanism": view.auth_mechanism,
         "channel_max": view.channel_max,
         "channels": len(view.sessions),
         "client_properties": jsonable(view.client_properties),
+        "connected_at": endpoint.connected_at,
         "frame_max": view.frame_max,
         "host": endpoint.host,
         "name": endpoint.name,
         "node": NODE,
+        "peer_cert_issuer": None,
+        "peer_cert_subject": None,
+        "peer_cert_validity": None,
         "peer_host": endpoint.peer_host,
         "peer_port": endpoint.peer_port,
         "port": endpoint.port,
         "protocol": view.protocol,
+        "recv_cnt": io["recv_cnt"],
+        "recv_oct": io["recv_oct"],
+        "recv_oct_details": details(rate.get("recv_oct", 0.0)),
+        "send_cnt": io["send_cnt"],
+        "send_oct": io["send_oct"],
+        "send_oct_details": details(rate.get("send_oct", 0.0)),
+        "send_pend": 0,
         "ssl": False,
+        "ssl_cipher": None,
+        "ssl_hash": None,
+        "ssl_key_exchange": None,
+        "ssl_protocol": None,
         "state": "running",
         "timeout": view.heartbeat,
         "type": "network",
         "user": view.user,
         "vhost": view.vhost,
     }
+    if name is not None:
+        doc["user_provided_name"] = jsonable(name)
+    return doc
 
 
-def channel_json(view: ConnectionView, session: SessionView, endpoint: Endpoint) -> dict[str, Any]:
+def channel_json(
+    view: ConnectionView, session: SessionView, endpoint: Endpoint, rates: Rates
+) -> dict[str, Any]:
     """A 0-9-1 channel, or a 1.0 session (RabbitMQ's 3.x plugin shows those as channels too)."""
     txs = session.transactions
-    return {
+    counters = dict(session.message_stats)
+    if counters:
+        counters["deliver_get"] = sum(
+            counters.get(k, 0) for k in ("deliver", "deliver_no_ack", "get", "get_no_ack")
+        )
+    doc: dict[str, Any] = {
         "acks_uncommitted": sum(tx.staged_deliveries for tx in txs),
         "confirm": session.confirm,
         "connection_details": {
@@ -98,10 +153,12 @@ def channel_json(view: ConnectionView, session: SessionView, endpoint: Endpoint)
         "consumer_count": session.consumer_count,
         "global_prefetch_count": session.global_prefetch_count,
         "messages_unacknowledged": session.unacked,
+        "messages_unconfirmed": session.unconfirmed,
         "messages_uncommitted": sum(len(tx.publishes) for tx in txs),
         "name": channel_name(endpoint, session.number),
         "node": NODE,
         "number": session.number,
+        "pending_raft_commands": 0,
         "prefetch_count": session.prefetch_count,
         "protocol": view.protocol,  # rabbitish's own: tells 1.0 sessions from 0-9-1 channels
         "state": session.state,
@@ -109,6 +166,13 @@ def channel_json(view: ConnectionView, session: SessionView, endpoint: Endpoint)
         "user": view.user,
         "vhost": view.vhost,
     }
+    if endpoint.owner is not None and counters:  # 1.0 sessions keep no such counters
+        rate = rates.sample(endpoint.owner, counters, session.number)
+        doc["message_stats"] = with_details(counters, rate)
+        idle = rates.idle_since(endpoint.owner, session.number)
+        if idle is not None:
+            doc["idle_since"] = idle
+    return doc
 
 
 def channel_name(endpoint: Endpoint, number: int) -> str:

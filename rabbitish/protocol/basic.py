@@ -74,6 +74,10 @@ def publish(
         ch.publish_seq += 1
         seq = ch.publish_seq
     result = vhost.publish(exchange, routing_key, message, mandatory, ch.tx)
+    stats = ch.stats
+    stats["publish"] += 1
+    if not result.routed:
+        stats["return_unroutable" if mandatory else "drop_unroutable"] += 1
     if result.returned:
         _return(ch, message)
     if seq:
@@ -117,7 +121,9 @@ def _collect(ch: Channel, tag: int, multiple: bool) -> list[Delivery]:
 
 
 def ack(ch: Channel, tag: int, multiple: bool) -> None:
-    ch.settle(_collect(ch, tag, multiple), Outcome.ACK)
+    deliveries = _collect(ch, tag, multiple)
+    ch.stats["ack"] += len(deliveries)
+    ch.settle(deliveries, Outcome.ACK)
 
 
 def basic_reject(ch: Channel, method: commands.Basic.Reject, payload: bytes) -> None:
@@ -229,9 +235,14 @@ def basic_cancel(ch: Channel, method: commands.Basic.Cancel, payload: bytes) -> 
 def basic_get(ch: Channel, method: commands.Basic.Get, payload: bytes) -> None:
     queue = queue_for(ch, method.queue)
     delivery = queue.get(settled=method.no_ack)
+    stats = ch.stats
     if delivery is None:
+        stats["get_empty"] += 1
         ch.conn.send_method(ch.id, commands.Basic.GetEmpty())
         return
+    stats["get_no_ack" if method.no_ack else "get"] += 1
+    if delivery.redelivered:
+        stats["redeliver"] += 1
     tag = ch.next_tag
     ch.next_tag += 1
     if not method.no_ack:

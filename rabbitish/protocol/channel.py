@@ -53,6 +53,20 @@ _CONTENT_METHOD = ChannelEvent.CONTENT_METHOD
 _CONTENT_HEADER = ChannelEvent.CONTENT_HEADER
 _CONTENT_DONE = ChannelEvent.CONTENT_DONE
 _PUBLISH = (60, 40)  # the one method that carries content from a client
+# A channel's statistics, as RabbitMQ's channel message_stats name them.
+CHANNEL_STATS = (
+    "publish",
+    "confirm",
+    "return_unroutable",
+    "drop_unroutable",
+    "deliver",
+    "deliver_no_ack",
+    "get",
+    "get_no_ack",
+    "get_empty",
+    "redeliver",
+    "ack",
+)
 
 
 class Channel:
@@ -90,6 +104,7 @@ class Channel:
         self.global_volume = 0
         self.dispatching = False  # inside a method handler
         self.after_reply: list[tuple[Channel, bytes]] = []
+        self.stats = dict.fromkeys(CHANNEL_STATS, 0)
 
     # ------------------------------------------------------------------ state
     def _advance(self, event: ChannelEvent) -> None:
@@ -324,6 +339,10 @@ class Channel:
     def deliver(self, consumer: Consumer091, delivery: Delivery) -> None:
         tag = self.next_tag
         self.next_tag = tag + 1
+        stats = self.stats
+        stats["deliver_no_ack" if delivery.settled else "deliver"] += 1
+        if delivery.entry.delivery_count > 1:
+            stats["redeliver"] += 1
         if not delivery.settled:
             delivery.tag = tag
             self.unacked[tag] = delivery
@@ -370,6 +389,8 @@ class Channel:
             global_prefetch_count=self.global_prefetch,
             unacked=len(self.unacked),
             transactions=(self.tx,) if self.tx is not None else (),
+            unconfirmed=self.publish_seq - self._confirm_sent if self.mode == "confirm" else 0,
+            message_stats=dict(self.stats),
         )
 
     def consumer_cancelled_by_broker(self, consumer: Consumer091) -> None:
@@ -395,6 +416,7 @@ class Channel:
             return
         self._confirm_upto = seq - 1
         self.flush_confirms()
+        self.stats["confirm"] += 1
         nack = outgoing.nack(self.id, seq, False)
         self.after_sync(nack, nack)
         self._confirm_sent = self._confirm_upto = seq
@@ -402,6 +424,7 @@ class Channel:
     def flush_confirms(self) -> None:
         upto, sent = self._confirm_upto, self._confirm_sent
         if upto > sent:
+            self.stats["confirm"] += upto - sent
             multiple = upto - sent > 1
             self.after_sync(
                 outgoing.ack(self.id, upto, multiple), outgoing.nack(self.id, upto, multiple)

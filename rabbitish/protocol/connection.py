@@ -139,6 +139,7 @@ class Connection(BufferedOutput):
         self.user: str | None = None
         self.client_properties: dict[str, Any] = {}
         self.capabilities: dict[str, Any] = {}
+        self.auth_mechanism = ""
         self._wake = wake or (lambda: None)
         self.should_close = False  # the I/O layer closes the socket once output is flushed
         self.linger = False  # ...after half-closing and waiting a moment for the peer to go
@@ -257,6 +258,7 @@ class Connection(BufferedOutput):
             self._decode(payload)
         if rule.action is ChannelAction.OPEN_CHANNEL:
             self.channels[channel_id] = Channel(self, channel_id, self.routes)
+            self.node.churn["channel_created"] += 1
             self.send_method(channel_id, commands.Channel.OpenOk())
             return
         assert rule.action is ChannelAction.REFUSE and rule.error is not None
@@ -313,6 +315,7 @@ class Connection(BufferedOutput):
             self._refuse_login(mechanism)
             return
         self.user = user.name
+        self.auth_mechanism = mechanism
         self._advance(ConnectionEvent.STARTED)
         self.send_method(
             0,
@@ -422,6 +425,7 @@ class Connection(BufferedOutput):
         messages), exclusive queues, reply-to registrations."""
         for channel in list(self.channels.values()):
             channel.teardown()
+        self.node.churn["channel_closed"] += len(self.channels)
         self.channels.clear()
         if self.vhost is not None:
             self.vhost.owner_closed(self)
@@ -445,13 +449,15 @@ class Connection(BufferedOutput):
             heartbeat=self.heartbeat,
             client_properties=self.client_properties,
             sessions=tuple(ch.view() for _, ch in sorted(self.channels.items())),
+            auth_mechanism=self.auth_mechanism,
         )
 
     def heartbeat_frame(self) -> None:
         self.write(HEARTBEAT_FRAME)
 
     def channel_closed(self, channel_id: int) -> None:
-        self.channels.pop(channel_id, None)
+        if self.channels.pop(channel_id, None) is not None:
+            self.node.churn["channel_closed"] += 1
 
 
 _ACTIONS: dict[ConnectionAction, Callable[[Connection, Rule, int, bytes, Method | None], None]] = {

@@ -35,6 +35,7 @@ class Amqp10ServerProtocol(SocketProtocol):
 
     def data_received(self, data: bytes) -> None:
         self._reads += 1
+        self.recv_oct += len(data)
         conn = self.conn
         assert conn is not None
         conn.receive(data)

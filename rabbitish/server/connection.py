@@ -62,6 +62,7 @@ class AmqpServerProtocol(SocketProtocol):
 
     def data_received(self, data: bytes) -> None:
         self._reads += 1
+        self.recv_oct += len(data)
         if self._discard_input:
             return
         conn = self.conn

@@ -6,6 +6,7 @@ socket goes. Subclasses add their protocol's handshake and heartbeat rules."""
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -24,6 +25,9 @@ class SocketProtocol(asyncio.Protocol):
         self._flush_scheduled = False
         self._reads = 0  # data_received calls so far, for the idle checks
         self._writes = 0  # transport writes so far, for the heartbeat send check
+        self.recv_oct = 0  # bytes read and written (management statistics)
+        self.send_oct = 0
+        self.connected_at = int(time.time() * 1000)
         self._timers: dict[str, asyncio.TimerHandle] = {}
         self._closed = False
 
@@ -82,6 +86,7 @@ class SocketProtocol(asyncio.Protocol):
         if data and not transport.is_closing():
             transport.write(data)
             self._writes += 1
+            self.send_oct += len(data)
 
     def _resume_starved(self, conn: Any) -> None:
         """Consumers were held back while output piled up: now it went out, let them go on."""

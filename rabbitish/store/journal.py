@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     from rabbitish.engine.exchanges.base import Binding, Exchange
     from rabbitish.engine.half import HalfTxn
     from rabbitish.engine.message import Message, QueueEntry
+    from rabbitish.engine.policies import Policy
     from rabbitish.engine.queue import Queue
 
 log = logging.getLogger("rabbitish.store")
@@ -303,6 +304,22 @@ class SqliteJournal:
                     binding_args_key(binding.arguments),
                 )
             )
+
+    def policy_set(self, policy: Policy) -> None:
+        self._op(
+            ops.PutPolicy(
+                policy.vhost,
+                policy.name,
+                int(policy.operator),
+                policy.pattern,
+                policy.apply_to,
+                policy.priority,
+                json.dumps(policy.definition),
+            )
+        )
+
+    def policy_cleared(self, policy: Policy) -> None:
+        self._op(ops.DeletePolicy(policy.vhost, policy.name, int(policy.operator)))
 
     # ------------------------------------------------------------------ messages
     def message_enqueued(self, queue: Queue, entry: QueueEntry) -> None:

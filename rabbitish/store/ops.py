@@ -183,6 +183,28 @@ class DeleteBinding(Statements):
 
 
 @dataclass(frozen=True, slots=True)
+class PutPolicy(Statements):
+    vhost: str
+    name: str
+    operator: int
+    pattern: str
+    apply_to: str
+    priority: float
+    definition: str
+
+    sql: ClassVar[Sql] = ("INSERT OR REPLACE INTO policies VALUES (?, ?, ?, ?, ?, ?, ?)",)
+
+
+@dataclass(frozen=True, slots=True)
+class DeletePolicy(Statements):
+    vhost: str
+    name: str
+    operator: int
+
+    sql: ClassVar[Sql] = ("DELETE FROM policies WHERE vhost = ? AND name = ? AND operator = ?",)
+
+
+@dataclass(frozen=True, slots=True)
 class HoldHalf(Statements):
     """A persistent half message held for a durable queue: its message row and its place."""
 

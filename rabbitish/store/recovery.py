@@ -15,6 +15,7 @@ from pamqp import decode
 
 from rabbitish.engine.message import Message, PropertyCodec, bump_message_ids
 from rabbitish.engine.node import Node
+from rabbitish.engine.policies import make_policy
 from rabbitish.store.pager import KEEP_IN_MEMORY, Pager
 
 log = logging.getLogger("rabbitish.store")
@@ -81,6 +82,7 @@ def recover(
 ) -> RecoveryStats:
     started = time.perf_counter()
     stats = RecoveryStats()
+    recover_policies(conn, node)
     for vhost_name, name, type_, auto_delete, internal, args, arg_types in conn.execute(
         "SELECT vhost, name, type, auto_delete, internal, arguments, arg_types FROM exchanges"
     ):
@@ -184,6 +186,21 @@ def recover(
             queue.restored()
     stats.seconds = time.perf_counter() - started
     return stats
+
+
+def recover_policies(conn: sqlite3.Connection, node: Node) -> None:
+    """Policies come back first, so each queue and exchange is recovered under its policy."""
+    for vhost_name, name, operator, pattern, apply_to, priority, definition in conn.execute(
+        "SELECT vhost, name, operator, pattern, apply_to, priority, definition FROM policies"
+    ):
+        body = {
+            "pattern": pattern,
+            "apply-to": apply_to,
+            "priority": priority,
+            "definition": json.loads(definition),
+        }
+        policy = make_policy(vhost_name, name, body, bool(operator))
+        node.add_vhost(vhost_name).policies.restore(policy)
 
 
 def recover_half(conn: sqlite3.Connection, node: Node, codec: PropertyCodec) -> int:

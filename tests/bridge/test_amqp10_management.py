@@ -114,7 +114,9 @@ def test_a_1_0_connection_with_its_session_and_links_beside_a_0_9_1_one(
         assert (channel["consumer_count"], channel["messages_unacknowledged"]) == (1, 2)
         assert channel["transactional"] is False
         assert channel in api.ok("GET", "/api/channels")
-        assert api.ok("GET", f"/api/channels/{q(channel['name'])}") == channel
+        single = api.ok("GET", f"/api/channels/{q(channel['name'])}")
+        assert {k: single[k] for k in channel} == channel
+        assert [c["consumer_tag"] for c in single["consumer_details"]] == [f"{uid}-receiver"]
         [consumer] = [c for c in api.ok("GET", "/api/consumers") if c["queue"]["name"] == uid]
         assert consumer["channel_details"]["name"] == channel["name"]
         assert consumer["consumer_tag"] == f"{uid}-receiver"

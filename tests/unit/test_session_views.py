@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from rabbitish.engine.sessions import ConnectionView, LinkView, SessionView
 from rabbitish.engine.transactions import TransactionRegistry
+from rabbitish.management.rates import Rates
 from rabbitish.management.sessions import Endpoint, channel_json, session_json, transactions_json
 
 ENDPOINT = Endpoint("127.0.0.1:5000 -> 127.0.0.1:5672", "127.0.0.1", 5000, "127.0.0.1", 5672)
@@ -64,11 +65,11 @@ def test_1_0_transactions_are_listed_once_with_protocol_session_and_vhost():
 def test_a_channel_sums_the_work_of_its_transactions():
     registry = TransactionRegistry()
     view = connection("AMQP 1-0", session(2, transactions=(registry.begin("a"),)))
-    doc = channel_json(view, view.sessions[0], ENDPOINT)
+    doc = channel_json(view, view.sessions[0], ENDPOINT, Rates())
     assert (doc["messages_uncommitted"], doc["acks_uncommitted"]) == (0, 0)
     assert (doc["protocol"], doc["name"]) == ("AMQP 1-0", f"{ENDPOINT.name} (2)")
     idle = connection("AMQP 0-9-1", session(1, transactional=False))
-    assert channel_json(idle, idle.sessions[0], ENDPOINT)["messages_uncommitted"] == 0
+    assert channel_json(idle, idle.sessions[0], ENDPOINT, Rates())["messages_uncommitted"] == 0
 
 
 def test_a_session_splits_its_links_as_rabbitmq_4_does():

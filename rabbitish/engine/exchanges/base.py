@@ -58,10 +58,17 @@ class Exchange:
         self.arguments = dict(arguments or {})
         self.bindings: dict[tuple[int, str, Any], Binding] = {}
         self.deleted = False
+        self.policy: Any = None  # the vhost's policy that applies (engine/policies.py)
+        # Statistics: messages published to this exchange, and queue deliveries routed from it.
+        self.published_in = 0
+        self.published_out = 0
 
     @property
     def alternate_exchange(self) -> str | None:
+        """The argument when given, else the policy's (RabbitMQ's precedence)."""
         value = self.arguments.get("alternate-exchange")
+        if value is None and self.policy is not None:
+            value = self.policy.definition.get("alternate-exchange")
         if isinstance(value, bytes):
             value = value.decode()
         return value if isinstance(value, str) else None
