@@ -23,7 +23,7 @@ from rabbitish.engine.half import TXN_EXCHANGE, DecisionExchange, HalfRegistry, 
 from rabbitish.engine.journal import Journal, NullJournal
 from rabbitish.engine.message import Message
 from rabbitish.engine.policies import VhostPolicies
-from rabbitish.engine.queue import Queue
+from rabbitish.engine.queue import STAT_NAMES, Queue
 from rabbitish.engine.queue_args import (
     EQUIVALENCE_CHECKED,
     check_args_equivalence,
@@ -62,7 +62,7 @@ class VirtualHost(Router):
         self.reply_to_targets: dict[str, Callable[[Message], None]] = {}
         self.publishes = 0  # publish calls so far: a front end tells a publishing connection by it
         # Counters of deleted queues, so node-wide totals (metrics) never go down.
-        self.deleted_queue_stats = {"published": 0, "delivered": 0, "acked": 0}
+        self.deleted_queue_stats = dict.fromkeys(STAT_NAMES, 0)
         self.churn = {"queue_declared": 0, "queue_created": 0, "queue_deleted": 0}
         self.exchanges[""] = DefaultExchange(self.name, self.queues)
         for name_, type_ in PREDECLARED:

@@ -74,11 +74,9 @@ def collect(node: Node, per_object: bool = False) -> list[Family]:
 
     totals = {"published": 0, "delivered": 0, "acked": 0}
     for vhost in vhosts:
-        for name, count in vhost.deleted_queue_stats.items():
-            totals[name] += count
-        for queue in vhost.queues.values():
-            for name, count in queue.stats.items():
-                totals[name] += count
+        for stats in (vhost.deleted_queue_stats, *(q.stats for q in vhost.queues.values())):
+            for name in totals:
+                totals[name] += stats[name]
     connections = list(node.connections)
     consumers = sum(len(q.consumers) for _, q in queues)
     families += [
