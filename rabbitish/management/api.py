@@ -17,10 +17,11 @@ from rabbitish.management.rates import Rates
 
 if TYPE_CHECKING:
     from rabbitish.config import Config
-    from rabbitish.engine.auth import User
+    from rabbitish.engine.auth import Authorize, User
     from rabbitish.engine.exchanges.base import Exchange
     from rabbitish.engine.node import Node
     from rabbitish.engine.queue import Queue
+    from rabbitish.engine.vhost import VirtualHost
 
 DEFAULT_EXCHANGE = "amq.default"  # how the API names the exchange called ""
 
@@ -132,10 +133,20 @@ class Api(ClientsApi):
         doc["incoming"] = []
         return doc
 
-    def put_queue(self, user: User, vhost_name: str, name: str, body: dict[str, Any]) -> int:
+    def _writable(self, user: User, vhost_name: str) -> VirtualHost:
+        """The vhost a PUT declares in: 404 when missing, 401 without permissions there."""
         vhost = self.node.vhosts.get(vhost_name)
-        if vhost is None or not self.node.users.may_access(user, vhost_name):
+        if vhost is None:
             raise ApiError(404, "not_found", "vhost_not_found")
+        if not self.node.users.may_access(user, vhost_name):
+            raise errors.not_authorised()
+        return vhost
+
+    def _authorize(self, user: User, vhost: str) -> Authorize | None:
+        return self.node.users.authorizer(user.name, vhost)
+
+    def put_queue(self, user: User, vhost_name: str, name: str, body: dict[str, Any]) -> int:
+        vhost = self._writable(user, vhost_name)
         existed = name in vhost.queues
         arguments = body.get("arguments") or {}
         if not isinstance(arguments, dict):
@@ -147,6 +158,7 @@ class Api(ClientsApi):
                 durable=_flag(body, "durable"),
                 auto_delete=_flag(body, "auto_delete"),
                 arguments=arguments,
+                authorize=self._authorize(user, vhost_name),
             )
         except AMQPError as err:
             raise errors.from_declare(err) from None
@@ -155,6 +167,7 @@ class Api(ClientsApi):
     def delete_queue(self, user: User, vhost: str, name: str, query: Mapping[str, str]) -> None:
         self.queue(user, vhost, name)
         try:
+            self.node.users.authorize(user.name, vhost, "configure", "queue", name)
             self.node.vhosts[vhost].delete_queue(
                 name,
                 owner=None,
@@ -167,6 +180,7 @@ class Api(ClientsApi):
     def purge(self, user: User, vhost: str, name: str) -> int:
         queue = self.queue(user, vhost, name)
         try:
+            self.node.users.authorize(user.name, vhost, "read", "queue", name)
             queue.vhost.check_exclusive(queue, None)
         except AMQPError as err:
             raise errors.from_declare(err) from None
@@ -188,6 +202,7 @@ class Api(ClientsApi):
         except ApiError:
             raise errors.not_authorised() from None
         try:
+            self.node.users.authorize(user.name, vhost, "read", "queue", name)
             queue = vhost_obj.queue(name, None)
         except AMQPError as err:
             raise errors.from_channel(err) from None
@@ -208,9 +223,7 @@ class Api(ClientsApi):
         return doc
 
     def put_exchange(self, user: User, vhost_name: str, name: str, body: dict[str, Any]) -> int:
-        vhost = self.node.vhosts.get(vhost_name)
-        if vhost is None or not self.node.users.may_access(user, vhost_name):
-            raise ApiError(404, "not_found", "vhost_not_found")
+        vhost = self._writable(user, vhost_name)
         name = "" if name == DEFAULT_EXCHANGE else name
         existed = name in vhost.exchanges
         arguments = body.get("arguments") or {}
@@ -224,6 +237,7 @@ class Api(ClientsApi):
                 auto_delete=_flag(body, "auto_delete"),
                 internal=_flag(body, "internal"),
                 arguments=arguments,
+                authorize=self._authorize(user, vhost_name),
             )
         except AMQPError as err:
             raise errors.from_declare(err) from None
@@ -233,7 +247,9 @@ class Api(ClientsApi):
         exchange = self.exchange(user, vhost, name)
         try:
             self.node.vhosts[vhost].delete_exchange(
-                exchange.name, if_unused=query.get("if-unused") == "true"
+                exchange.name,
+                if_unused=query.get("if-unused") == "true",
+                authorize=self._authorize(user, vhost),
             )
         except AMQPError as err:
             raise errors.from_declare(err) from None
@@ -251,6 +267,7 @@ class Api(ClientsApi):
         exchange = "" if name == DEFAULT_EXCHANGE else name
         try:
             assert self.node.codec is not None
+            self.node.users.authorize(user.name, vhost, "write", "exchange", exchange)
             routed = messages.publish(
                 vhost_obj,
                 self.node.codec,
@@ -327,7 +344,16 @@ class Api(ClientsApi):
             raise bad_request("arguments must be a JSON object")
         source = "" if source == DEFAULT_EXCHANGE else source
         try:
-            vhost_obj.add_binding(kind, destination, source, routing_key, arguments, {}, None)
+            vhost_obj.add_binding(
+                kind,
+                destination,
+                source,
+                routing_key,
+                arguments,
+                {},
+                None,
+                self._authorize(user, vhost),
+            )
         except AMQPError as err:
             raise errors.from_declare(err) from None
         return format.properties_key(routing_key, arguments)
@@ -344,6 +370,7 @@ class Api(ClientsApi):
                 found["routing_key"],
                 self._binding_arguments(vhost, found),
                 None,
+                self._authorize(user, vhost),
             )
         except AMQPError as err:
             raise errors.from_declare(err) from None

@@ -36,7 +36,7 @@ class ClientsApi:
     # ------------------------------------------------------------------ lookups
     def vhost(self, user: User, name: str) -> VirtualHost:
         vhost = self.node.vhosts.get(name)
-        if vhost is None or not self.node.users.may_access(user, name):
+        if vhost is None or not self.node.users.may_see(user, name):
             raise not_found()
         return vhost
 
@@ -44,16 +44,14 @@ class ClientsApi:
         if name is not None:
             return [self.vhost(user, name)]
         return [
-            v
-            for _, v in sorted(self.node.vhosts.items())
-            if self.node.users.may_access(user, v.name)
+            v for _, v in sorted(self.node.vhosts.items()) if self.node.users.may_see(user, v.name)
         ]
 
     def _connections(self, user: User, vhost: str | None = None) -> Iterator[FrontEndConnection]:
         for conn in list(self.node.connections):
             name = conn.vhost.name if conn.vhost is not None else None
             if (vhost is None or name == vhost) and (
-                name is None or self.node.users.may_access(user, name)
+                name is None or self.node.users.may_see(user, name)
             ):
                 yield conn
 

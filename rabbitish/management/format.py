@@ -190,15 +190,15 @@ def vhost_json(vhost: VirtualHost, queues: Iterable[Queue]) -> dict[str, Any]:
     for queue in queues:
         ready += queue.message_count
         unacked += queue.unacked
-    description = "Default virtual host" if vhost.name == "/" else ""
+    description, tags = vhost.description, list(vhost.tags)
     return {
         "cluster_state": {NODE: "running"},
         "description": description,
         "messages": ready + unacked,
         "messages_ready": ready,
         "messages_unacknowledged": unacked,
-        "metadata": {"description": description, "tags": []},
+        "metadata": {"description": description, "tags": tags},
         "name": vhost.name,
-        "tags": [],
+        "tags": tags,
         "tracing": False,
     }

@@ -14,7 +14,9 @@ from urllib.parse import quote
 
 from aiohttp import web
 
+from rabbitish.engine.auth import Peer, may_log_in_from
 from rabbitish.management import listing
+from rabbitish.management.access import AccessApi, admin_only
 from rabbitish.management.api import Api
 from rabbitish.management.errors import NOT_FOUND_BODY, ApiError, bad_request
 from rabbitish.management.format import NODE
@@ -114,6 +116,12 @@ class ManagementServer:
         user = self.api.node.users.authenticate(name, password)
         if user is None:
             raise ApiError(401, "not_authorized", "Login failed")
+        peer = Peer(str(request.remote or ""))
+        if not may_log_in_from(user.name, peer, self.api.config.loopback_users):
+            log.warning("HTTP access denied: user '%s' - User can only log in via localhost", name)
+            raise ApiError(401, "not_authorised", "User can only log in via localhost")
+        if not user.may_use_management:
+            raise ApiError(401, "not_authorised", "Not management user")
         request["user"] = user
         return await handler(request)
 
@@ -127,6 +135,7 @@ class ManagementServer:
         get("/api/whoami", self._read(lambda r, u: a.whoami(u)))
         get("/api/vhosts", self._list(lambda r, u: a.list_vhosts(u)))
         get("/api/vhosts/{vhost}", self._read(lambda r, u: a.list_vhosts(u, r["vhost"])))
+        self._access_routes(app)
         get(
             "/api/vhosts/{vhost}/connections",
             self._list(lambda r, u: a.list_connections(u, r["vhost"])),
@@ -188,6 +197,64 @@ class ManagementServer:
         get("/api/links/{vhost}", self._list(lambda r, u: a.list_links(u, r["vhost"])))
         get("/api/health/checks/alarms", self._alarm_check("in effect in the cluster"))
         get("/api/health/checks/local-alarms", self._alarm_check("in effect on the node"))
+
+    def _access_routes(self, app: web.Application) -> None:
+        """Users, permissions, vhost changes: administrators only."""
+        access = AccessApi(self.api.node)
+        u, p = "/api/users/{user}", "/api/permissions/{vhost}/{user}"
+        routes: list[tuple[str, str, Callable[..., Any], int]] = [
+            ("GET", "/api/users", lambda r, b: access.list_users(), 200),
+            ("GET", u, lambda r, b: access.get_user(r["user"]), 200),
+            ("PUT", u, lambda r, b: access.put_user(r["user"], b), 0),
+            ("DELETE", u, lambda r, b: access.delete_user(r["user"]), 204),
+            ("GET", u + "/permissions", lambda r, b: access.user_permissions(r["user"]), 200),
+            ("GET", "/api/permissions", lambda r, b: access.list_permissions(), 200),
+            ("GET", p, lambda r, b: access.get_permission(r["vhost"], r["user"]), 200),
+            ("PUT", p, lambda r, b: access.put_permission(r["vhost"], r["user"], b), 0),
+            ("DELETE", p, lambda r, b: access.delete_permission(r["vhost"], r["user"]), 204),
+            (
+                "GET",
+                "/api/vhosts/{vhost}/permissions",
+                lambda r, b: access.vhost_permissions(r["vhost"]),
+                200,
+            ),
+            ("PUT", "/api/vhosts/{vhost}", lambda r, b: access.put_vhost(r["vhost"], b), 0),
+            ("DELETE", "/api/vhosts/{vhost}", self._delete_vhost(access), 204),
+        ]
+        for method, path, fn, status in routes:
+            app.router.add_route(method, path, self._admin(fn, status))
+
+    @staticmethod
+    def _admin(fn: Callable[[Any, dict[str, Any]], Any], status: int) -> Handler:
+        """An administrators-only handler; status 0: `fn` returns the status (201 / 204)."""
+
+        async def handler(request: web.Request) -> web.StreamResponse:
+            admin_only(request["user"])
+            body = await _body(request) if request.method == "PUT" else {}
+            result = fn(request.match_info, body)
+            if status == 0:
+                return web.Response(status=result)
+            if status == 204:
+                return web.Response(status=204)
+            if isinstance(result, list):
+                result = listing.apply(result, request.query)
+            return _json(result)
+
+        return handler
+
+    def _delete_vhost(self, access: AccessApi) -> Callable[[Any, dict[str, Any]], None]:
+        """Delete a vhost and close its connections, as RabbitMQ does (320)."""
+
+        def delete(info: Any, body: dict[str, Any]) -> None:
+            name = info["vhost"]
+            access.delete_vhost(name)
+            for proto in list(self.api.protocols):
+                conn = getattr(proto, "conn", None)
+                vhost = getattr(conn, "vhost", None)
+                if vhost is not None and vhost.name == name:
+                    proto.force_close(320, f"vhost '{name}' is deleted")
+
+        return delete
 
     # ------------------------------------------------------------------ handler factories
     def _alarm_check(self, where: str) -> Handler:
