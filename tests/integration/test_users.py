@@ -1,0 +1,102 @@
+"""Users beyond the handshake: guest only from loopback (RabbitMQ's loopback_users) unless
+allowed, and users, permissions and vhosts kept in the data dir across restarts, with the
+default user created on a fresh data dir only."""
+
+from __future__ import annotations
+
+import socket
+from pathlib import Path
+
+import pika
+import pika.exceptions
+import pytest
+
+from rabbitish.engine.auth import Permission
+from rabbitish.testing import call_in_loop, running_broker
+from tests.support.management import Api
+
+LOGIN_REFUSED = (
+    "ACCESS_REFUSED - Login was refused using authentication mechanism PLAIN. "
+    "For details see the broker logfile."
+)
+
+
+def _outside_address() -> str:
+    """An address of this host that is not loopback (the one outbound traffic would use)."""
+    try:
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+            probe.connect(("192.0.2.1", 9))  # no packet is sent for a UDP connect
+            address = probe.getsockname()[0]
+    except OSError:
+        address = ""
+    if not address or address.startswith("127."):
+        pytest.skip("this host has no non-loopback IPv4 address")
+    return address
+
+
+def _login_error(url: str) -> str | None:
+    try:
+        pika.BlockingConnection(pika.URLParameters(url)).close()
+    except pika.exceptions.ProbableAuthenticationError as err:
+        return str(err.args[0])
+    return None
+
+
+def test_guest_may_only_connect_from_loopback() -> None:
+    address = _outside_address()
+    with running_broker(management=True, host="0.0.0.0") as broker:
+        call_in_loop(broker, broker.node.users.add_user, "remote", "pw")
+        call_in_loop(broker, broker.node.users.set_permissions, "remote", "/", Permission())
+        remote_guest = f"amqp://guest:guest@{address}:{broker.port}/%2F"
+        assert LOGIN_REFUSED in (_login_error(remote_guest) or "")
+        assert _login_error(f"amqp://guest:guest@127.0.0.1:{broker.port}/%2F") is None
+        assert _login_error(f"amqp://remote:pw@{address}:{broker.port}/%2F") is None
+        api = Api("", f"http://{address}:{broker.management_port}", "rabbitish")
+        reply = api.call("GET", "/api/whoami")
+        assert (reply.status, reply.json) == (
+            401,
+            {"error": "not_authorised", "reason": "User can only log in via localhost"},
+        )
+
+
+def test_allow_remote_guest() -> None:
+    address = _outside_address()
+    with running_broker(host="0.0.0.0", loopback_users=()) as broker:
+        assert _login_error(f"amqp://guest:guest@{address}:{broker.port}/%2F") is None
+
+
+def test_users_permissions_and_vhosts_survive_a_restart(tmp_path: Path) -> None:
+    data = str(tmp_path / "data")
+    with running_broker(management=True, data_dir=data) as broker:
+        api = Api(broker.url, f"http://127.0.0.1:{broker.management_port}", "rabbitish")
+        api.ok("PUT", "/api/vhosts/kept", {"description": "kept vhost", "tags": "t"})
+        api.ok("PUT", "/api/users/alice", {"password": "pw", "tags": "management"})
+        api.ok("PUT", "/api/permissions/kept/alice", {"configure": "^a", "write": "", "read": ".*"})
+        api.ok("PUT", "/api/users/admin", {"password": "pw", "tags": "administrator"})
+        api.ok("PUT", "/api/permissions/%2F/admin", {"configure": "", "write": "", "read": ""})
+        users_before = api.ok("GET", "/api/users")
+        permissions_before = api.ok("GET", "/api/permissions")
+        api.ok("DELETE", "/api/users/guest")
+    with running_broker(management=True, data_dir=data, users={"admin": "pw"}) as broker:
+        api = Api(broker.url, f"http://127.0.0.1:{broker.management_port}", "rabbitish")
+        admin = ("admin", "pw")
+        users = api.call("GET", "/api/users", auth=admin).json
+        assert users == [u for u in users_before if u["name"] != "guest"]
+        assert api.call("GET", "/api/permissions", auth=admin).json == [
+            p for p in permissions_before if p["user"] != "guest"
+        ]
+        vhost = api.call("GET", "/api/vhosts/kept", auth=admin).json
+        assert (vhost["description"], vhost["tags"]) == ("kept vhost", ["t"])
+        assert api.call("GET", "/api/whoami", auth=("guest", "guest")).status == 401
+        pika.BlockingConnection(
+            pika.URLParameters(f"amqp://alice:pw@127.0.0.1:{broker.port}/kept")
+        ).close()
+
+
+def test_a_fresh_data_dir_gets_the_default_user(tmp_path: Path) -> None:
+    with running_broker(data_dir=str(tmp_path / "fresh")) as broker:
+        users = broker.node.users
+        assert list(users.users) == ["guest"]
+        assert users.users["guest"].tags == ("administrator",)
+        assert users.permission("guest", "/") == Permission(".*", ".*", ".*")
+        pika.BlockingConnection(pika.URLParameters(broker.url)).close()
