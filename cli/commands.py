@@ -6,22 +6,24 @@ from __future__ import annotations
 
 import enum
 import json
-import os
 import sys
 import time
 from collections.abc import Callable
 from typing import Annotated, Any, TypeVar
 
 import typer
-from rabbitish.cli import render
+from rabbitish.cli import access, render
 from rabbitish.cli.client import DEFAULT_URL, REFUSED, ApiFailure, Client, CliError, segment
+from rabbitish.cli.output import AsJson, Url, Vhost, VhostOne
+from rabbitish.cli.output import console as _console
+from rabbitish.cli.output import print_json as _print_json
+from rabbitish.cli.output import run as _run
 from rabbitish.cli.serve import (
     DEFAULTS,
     FSYNC_HELP,
     HALF_CHECK_INTERVAL_HELP,
     HALF_CHECK_MAX_HELP,
 )
-from rich.console import Console
 
 from rabbitish.config import FSYNC_MODES, Config
 
@@ -34,45 +36,16 @@ cli = typer.Typer(
     pretty_exceptions_enable=False,
 )
 
-Url = Annotated[
-    str,
-    typer.Option(
-        "--url",
-        envvar="RABBITISH_URL",
-        help="Management API of the broker (user:password in the URL).",
-    ),
-]
-Vhost = Annotated[str | None, typer.Option("--vhost", "-V", help="Only this virtual host.")]
-VhostOne = Annotated[str, typer.Option("--vhost", "-V", help="Virtual host.")]
-AsJson = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
-
 
 # typer validates a choice given as an enum; its members come from the one tuple in config.py.
 FsyncMode = enum.StrEnum("FsyncMode", {mode: mode for mode in FSYNC_MODES})
 
-PIPE_WIDTH = 200  # tables written to a pipe or file are not wrapped at 80 columns
-
-
-def _console() -> Console:
-    width = None if sys.stdout.isatty() or os.environ.get("COLUMNS") else PIPE_WIDTH
-    return Console(highlight=False, soft_wrap=False, width=width)
-
-
-def _run(fn: Callable[[], T]) -> T:
-    """Run a command body; CliError becomes one line on stderr and its exit code."""
-    try:
-        return fn()
-    except CliError as err:
-        sys.stderr.write(f"error: {err.message}\n")
-        raise typer.Exit(err.code) from None
-
-
-def _print_json(data: Any) -> None:
-    sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
-
 
 def _scoped(path: str, vhost: str | None) -> str:
     return path if vhost is None else f"{path}/{segment(vhost)}"
+
+
+access.register(cli)  # users, permissions, vhosts (cli/access.py)
 
 
 @cli.callback()
