@@ -13,6 +13,7 @@ from typing import Annotated, Any, TypeVar
 
 import typer
 from rabbitish.cli import access, render
+from rabbitish.cli import serve as serve_help
 from rabbitish.cli.client import DEFAULT_URL, REFUSED, ApiFailure, Client, CliError, segment
 from rabbitish.cli.output import AsJson, Url, Vhost, VhostOne
 from rabbitish.cli.output import console as _console
@@ -66,6 +67,13 @@ def serve(
         DEFAULTS.half_check_interval, help=HALF_CHECK_INTERVAL_HELP
     ),
     half_check_max: int = typer.Option(DEFAULTS.half_check_max, help=HALF_CHECK_MAX_HELP),
+    tls_port: int | None = typer.Option(None, help=serve_help.TLS_PORT_HELP),
+    certfile: str | None = typer.Option(None, help=serve_help.CERTFILE_HELP),
+    keyfile: str | None = typer.Option(None, help=serve_help.KEYFILE_HELP),
+    cafile: str | None = typer.Option(None, help=serve_help.CAFILE_HELP),
+    verify_peer: bool = typer.Option(False, help=serve_help.VERIFY_PEER_HELP),
+    management_tls: bool = typer.Option(False, help=serve_help.MANAGEMENT_TLS_HELP),
+    allow_remote_guest: bool = typer.Option(False, help=serve_help.ALLOW_REMOTE_GUEST_HELP),
 ) -> None:
     """Run the broker in the foreground; Ctrl-C or SIGTERM stops it cleanly."""
     from rabbitish.cli.serve import run
@@ -78,6 +86,15 @@ def serve(
         management_port=management_port,
         half_check_interval=half_check_interval,
         half_check_max=half_check_max,
+        **serve_help.security_options(
+            tls_port,
+            certfile,
+            keyfile,
+            cafile,
+            verify_peer,
+            management_tls,
+            allow_remote_guest,
+        ),
     )
     raise typer.Exit(run(config))
 

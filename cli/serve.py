@@ -8,6 +8,7 @@ import asyncio
 import logging
 import signal
 import sys
+from typing import Any
 
 from rabbitish.config import FSYNC_MODES, Config
 
@@ -15,6 +16,13 @@ DEFAULTS = Config()
 FSYNC_HELP = "Sync each commit to disk (always) or leave it to the OS (never)."
 HALF_CHECK_INTERVAL_HELP = "Seconds between status checks of an undecided half transaction."
 HALF_CHECK_MAX_HELP = "Status checks sent before an undecided half transaction is rolled back."
+TLS_PORT_HELP = "AMQP 0-9-1 and 1.0 over TLS on this port (0: any free); needs the two files."
+CERTFILE_HELP = "The broker's TLS certificate (chain), PEM."
+KEYFILE_HELP = "The private key of --certfile, PEM."
+CAFILE_HELP = "CA bundle that client certificates are verified against (enables EXTERNAL)."
+VERIFY_PEER_HELP = "Refuse TLS clients without a certificate signed by --cafile."
+MANAGEMENT_TLS_HELP = "Serve the management API over HTTPS with the same certificate."
+ALLOW_REMOTE_GUEST_HELP = "Let guest connect from other hosts (by default only from loopback)."
 
 log = logging.getLogger("rabbitish")
 
@@ -41,6 +49,13 @@ def parser(prog: str = "rabbitish serve") -> argparse.ArgumentParser:
     p.add_argument(
         "--half-check-max", type=int, default=DEFAULTS.half_check_max, help=HALF_CHECK_MAX_HELP
     )
+    p.add_argument("--tls-port", type=int, default=None, help=TLS_PORT_HELP)
+    p.add_argument("--certfile", default=None, help=CERTFILE_HELP)
+    p.add_argument("--keyfile", default=None, help=KEYFILE_HELP)
+    p.add_argument("--cafile", default=None, help=CAFILE_HELP)
+    p.add_argument("--verify-peer", action="store_true", help=VERIFY_PEER_HELP)
+    p.add_argument("--management-tls", action="store_true", help=MANAGEMENT_TLS_HELP)
+    p.add_argument("--allow-remote-guest", action="store_true", help=ALLOW_REMOTE_GUEST_HELP)
     return p
 
 
@@ -55,8 +70,38 @@ def main(argv: list[str], prog: str = "rabbitish serve") -> int:
             management_port=args.management_port,
             half_check_interval=args.half_check_interval,
             half_check_max=args.half_check_max,
+            **security_options(
+                args.tls_port,
+                args.certfile,
+                args.keyfile,
+                args.cafile,
+                args.verify_peer,
+                args.management_tls,
+                args.allow_remote_guest,
+            ),
         )
     )
+
+
+def security_options(
+    tls_port: int | None,
+    certfile: str | None,
+    keyfile: str | None,
+    cafile: str | None,
+    verify_peer: bool,
+    management_tls: bool,
+    allow_remote_guest: bool,
+) -> dict[str, Any]:
+    """The Config fields of the TLS and guest options (shared by both declarations of serve)."""
+    return {
+        "tls_port": tls_port,
+        "certfile": certfile,
+        "keyfile": keyfile,
+        "cafile": cafile,
+        "verify_peer": verify_peer,
+        "management_tls": management_tls,
+        "loopback_users": () if allow_remote_guest else DEFAULTS.loopback_users,
+    }
 
 
 def run(config: Config) -> int:
@@ -75,16 +120,20 @@ async def serve(config: Config) -> int:
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
     from rabbitish.store import StoreError
+    from rabbitish.tls import TlsConfigError
 
     broker = Broker(config)
     try:
         await broker.start()
-    except StoreError as err:
+    except (StoreError, TlsConfigError) as err:
         log.error("cannot start: %s", err)
         return 2
     management = ""
+    if broker.tls_port:
+        management = f"; AMQP over TLS on {config.host}:{broker.tls_port}"
     if broker.management_port:
-        management = f"; management API on http://{config.host}:{broker.management_port}"
+        scheme = "https" if config.management_tls else "http"
+        management += f"; management API on {scheme}://{config.host}:{broker.management_port}"
     log.info(
         "rabbitish accepting AMQP 0-9-1 connections on %s:%s (data: %s)%s",
         config.host,

@@ -8,6 +8,7 @@ import base64
 import binascii
 import json
 import logging
+import ssl
 from collections.abc import Awaitable, Callable
 from typing import Any
 from urllib.parse import quote
@@ -68,12 +69,15 @@ class ManagementServer:
         self.port: int | None = None
         self._runner: web.AppRunner | None = None
 
-    async def start(self, host: str, port: int) -> int:
+    async def start(self, host: str, port: int, ssl_context: ssl.SSLContext | None = None) -> int:
+        """Bind the API; with `ssl_context` it speaks HTTPS."""
         app = web.Application(middlewares=[self._errors, self._auth])
         self._routes(app)
         self._runner = web.AppRunner(app, access_log=None, handle_signals=False)
         await self._runner.setup()
-        site = web.TCPSite(self._runner, host or None, port, reuse_address=True)
+        site = web.TCPSite(
+            self._runner, host or None, port, reuse_address=True, ssl_context=ssl_context
+        )
         try:
             await site.start()
         except OSError:
