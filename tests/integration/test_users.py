@@ -14,6 +14,7 @@ import pytest
 from rabbitish.engine.auth import Permission
 from rabbitish.testing import call_in_loop, running_broker
 from tests.support.management import Api
+from tests.support.real_rabbitmq import RealRabbit, rabbitmq_available, real_rabbitmq
 
 LOGIN_REFUSED = (
     "ACCESS_REFUSED - Login was refused using authentication mechanism PLAIN. "
@@ -52,6 +53,36 @@ def test_guest_may_only_connect_from_loopback() -> None:
         assert _login_error(f"amqp://guest:guest@127.0.0.1:{broker.port}/%2F") is None
         assert _login_error(f"amqp://remote:pw@{address}:{broker.port}/%2F") is None
         api = Api("", f"http://{address}:{broker.management_port}", "rabbitish")
+        reply = api.call("GET", "/api/whoami")
+        assert (reply.status, reply.json) == (
+            401,
+            {"error": "not_authorised", "reason": "User can only log in via localhost"},
+        )
+
+
+class _AllInterfacesRabbit(RealRabbit):
+    """RabbitMQ with its defaults for guest (loopback only), listening on every interface."""
+
+    def _write_config(self) -> None:
+        super()._write_config()
+        conf = self.data_dir / "rabbitmq.conf"
+        text = conf.read_text().replace("loopback_users = none\n", "")
+        text = text.replace(f"127.0.0.1:{self.port}", str(self.port))
+        conf.write_text(
+            text.replace("management.tcp.ip = 127.0.0.1", "management.tcp.ip = 0.0.0.0")
+        )
+
+
+@pytest.mark.rabbitmq
+def test_rabbitmq_refuses_remote_guest_the_same_way() -> None:
+    address = _outside_address()
+    if not rabbitmq_available():
+        pytest.skip("rabbitmq-server is not installed")
+    with real_rabbitmq(enable_management=True, node_class=_AllInterfacesRabbit) as node:
+        assert LOGIN_REFUSED in (
+            _login_error(f"amqp://guest:guest@{address}:{node.port}/%2F") or ""
+        )
+        api = Api("", f"http://{address}:{node.management_port}", "rabbitmq")
         reply = api.call("GET", "/api/whoami")
         assert (reply.status, reply.json) == (
             401,

@@ -6,10 +6,12 @@ RabbitMQ's: a hash made by either broker logs in on the other."""
 from __future__ import annotations
 
 import pika
+import pika.exceptions
 import pytest
 
 from rabbitish.engine.auth import check_password, hash_password
 from tests.support.management import Api, get_body, publish_body
+from tests.support.waiting import wait_until
 
 PASSWORD = "s3cret"
 NOT_MANAGEMENT = {"error": "not_authorised", "reason": "Not management user"}
@@ -157,3 +159,32 @@ def test_vhosts_are_created_described_and_deleted(api: Api) -> None:
 def test_every_management_tag_opens_the_api(api: Api, tags: str) -> None:
     user = _user(api, f"acc-tag-{tags}", tags)
     assert api.call("GET", "/api/whoami", auth=user).json == {"name": user[0], "tags": [tags]}
+
+
+def test_deleting_a_vhost_closes_its_connections(api: Api) -> None:
+    api.ok("PUT", "/api/vhosts/acc-doomed", {})
+    api.ok(
+        "PUT", "/api/permissions/acc-doomed/guest", {"configure": ".*", "write": ".*", "read": ".*"}
+    )
+    conn = pika.BlockingConnection(
+        pika.URLParameters(api.amqp_url.rsplit("/", 1)[0] + "/acc-doomed")
+    )
+    conn.channel().queue_declare("acc-doomed-q", durable=True)
+    assert api.call("DELETE", "/api/vhosts/acc-doomed").status == 204
+    closed: list[pika.exceptions.ConnectionClosedByBroker] = []
+
+    def gone() -> bool:
+        try:
+            conn.process_data_events(0.05)
+        except pika.exceptions.ConnectionClosedByBroker as err:
+            closed.append(err)
+        return bool(closed)
+
+    wait_until(gone, timeout=10)
+    # RabbitMQ says "is deleted", or "is down" when the vhost's processes stopped first (a race
+    # inside RabbitMQ); rabbitish always says "is deleted".
+    texts = {f"CONNECTION_FORCED - vhost 'acc-doomed' is {how}" for how in ("deleted", "down")}
+    if api.kind == "rabbitish":
+        texts = {"CONNECTION_FORCED - vhost 'acc-doomed' is deleted"}
+    assert closed[0].reply_code == 320 and closed[0].reply_text in texts
+    assert api.call("GET", "/api/queues/acc-doomed").status == 404
