@@ -11,7 +11,8 @@ from rabbitish.engine.auth import Peer, UserDatabase, may_log_in_from
 
 PLAIN = "PLAIN"
 ANONYMOUS = "ANONYMOUS"
-EXTERNAL = "EXTERNAL"  # the TLS client certificate's CN names the user (offered with one only)
+EXTERNAL = "EXTERNAL"  # the TLS client certificate's CN names the user (on TLS listeners that
+# verify client certificates)
 
 # sasl-code values (security.xml)
 OK = 0
@@ -21,7 +22,7 @@ SYS_PERM = 3  # the system refuses for good (here: the mechanism is not offered)
 
 def mechanisms(anonymous_user: str | None, peer: Peer | None = None) -> list[str]:
     offered = [ANONYMOUS, PLAIN] if anonymous_user else [PLAIN]
-    return [*offered, EXTERNAL] if peer is not None and peer.cert_cn else offered
+    return [*offered, EXTERNAL] if peer is not None and peer.cert_auth else offered
 
 
 @dataclass(frozen=True)
@@ -57,8 +58,9 @@ def _authenticate(
 ) -> Outcome:
     if mechanism == ANONYMOUS:
         return login_anonymously(users, anonymous_user)
-    if mechanism == EXTERNAL and peer.cert_cn:
-        return Outcome(OK, peer.cert_cn) if peer.cert_cn in users.users else Outcome(AUTH)
+    if mechanism == EXTERNAL and peer.cert_auth:
+        known = peer.cert_user is not None and peer.cert_user in users.users
+        return Outcome(OK, peer.cert_user) if known else Outcome(AUTH)
     if mechanism != PLAIN:
         return Outcome(SYS_PERM)
     parts = (response or b"").split(b"\x00")

@@ -27,6 +27,7 @@ from rabbitish.cli.serve import (
 )
 
 from rabbitish.config import FSYNC_MODES, Config
+from rabbitish.tls import LOGIN_FROM
 
 T = TypeVar("T")
 
@@ -40,6 +41,7 @@ cli = typer.Typer(
 
 # typer validates a choice given as an enum; its members come from the one tuple in config.py.
 FsyncMode = enum.StrEnum("FsyncMode", {mode: mode for mode in FSYNC_MODES})
+LoginFrom = enum.StrEnum("LoginFrom", {name: name for name in LOGIN_FROM})
 
 
 def _scoped(path: str, vhost: str | None) -> str:
@@ -74,6 +76,9 @@ def serve(
     verify_peer: bool = typer.Option(False, help=serve_help.VERIFY_PEER_HELP),
     management_tls: bool = typer.Option(False, help=serve_help.MANAGEMENT_TLS_HELP),
     allow_remote_guest: bool = typer.Option(False, help=serve_help.ALLOW_REMOTE_GUEST_HELP),
+    ssl_cert_login_from: Annotated[
+        LoginFrom, typer.Option(help=serve_help.LOGIN_FROM_HELP)
+    ] = LoginFrom[DEFAULTS.ssl_cert_login_from],
 ) -> None:
     """Run the broker in the foreground; Ctrl-C or SIGTERM stops it cleanly."""
     from rabbitish.cli.serve import run
@@ -94,6 +99,7 @@ def serve(
             verify_peer,
             management_tls,
             allow_remote_guest,
+            ssl_cert_login_from.value,
         ),
     )
     raise typer.Exit(run(config))

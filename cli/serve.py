@@ -22,6 +22,9 @@ KEYFILE_HELP = "The private key of --certfile, PEM."
 CAFILE_HELP = "CA bundle that client certificates are verified against (enables EXTERNAL)."
 VERIFY_PEER_HELP = "Refuse TLS clients without a certificate signed by --cafile."
 MANAGEMENT_TLS_HELP = "Serve the management API over HTTPS with the same certificate."
+LOGIN_FROM_HELP = (
+    "What names the EXTERNAL user: the certificate's common_name or distinguished_name."
+)
 ALLOW_REMOTE_GUEST_HELP = "Let guest connect from other hosts (by default only from loopback)."
 
 log = logging.getLogger("rabbitish")
@@ -55,6 +58,12 @@ def parser(prog: str = "rabbitish serve") -> argparse.ArgumentParser:
     p.add_argument("--cafile", default=None, help=CAFILE_HELP)
     p.add_argument("--verify-peer", action="store_true", help=VERIFY_PEER_HELP)
     p.add_argument("--management-tls", action="store_true", help=MANAGEMENT_TLS_HELP)
+    p.add_argument(
+        "--ssl-cert-login-from",
+        default=DEFAULTS.ssl_cert_login_from,
+        choices=("common_name", "distinguished_name"),
+        help=LOGIN_FROM_HELP,
+    )
     p.add_argument("--allow-remote-guest", action="store_true", help=ALLOW_REMOTE_GUEST_HELP)
     return p
 
@@ -78,6 +87,7 @@ def main(argv: list[str], prog: str = "rabbitish serve") -> int:
                 args.verify_peer,
                 args.management_tls,
                 args.allow_remote_guest,
+                args.ssl_cert_login_from,
             ),
         )
     )
@@ -91,6 +101,7 @@ def security_options(
     verify_peer: bool,
     management_tls: bool,
     allow_remote_guest: bool,
+    ssl_cert_login_from: str = DEFAULTS.ssl_cert_login_from,
 ) -> dict[str, Any]:
     """The Config fields of the TLS and guest options (shared by both declarations of serve)."""
     return {
@@ -100,6 +111,7 @@ def security_options(
         "cafile": cafile,
         "verify_peer": verify_peer,
         "management_tls": management_tls,
+        "ssl_cert_login_from": ssl_cert_login_from,
         "loopback_users": () if allow_remote_guest else DEFAULTS.loopback_users,
     }
 

@@ -33,6 +33,9 @@ class Config:
     keyfile: str | None = None
     cafile: str | None = None
     verify_peer: bool = False
+    # Which part of a client certificate names the EXTERNAL user (RabbitMQ's
+    # ssl_cert_login_from): "common_name", or "distinguished_name" (RabbitMQ's default).
+    ssl_cert_login_from: str = "common_name"
     # Serve the management API over TLS with the same certificate.
     management_tls: bool = False
     # How long a connection may take to finish the handshake (RabbitMQ: 10 s).

@@ -124,12 +124,15 @@ class Permission:
 @dataclass(frozen=True)
 class Peer:
     """What the socket tells about a client: where it connects from (the loopback rule) and,
-    on TLS, the subject CN of the certificate it presented (EXTERNAL). The default, a peer
-    without a socket (in-process tests), counts as local."""
+    on TLS, whether the listener verifies client certificates (then EXTERNAL is offered, as
+    RabbitMQ offers it on every TLS connection once configured) and the user name the
+    certificate the client presented stands for (its subject CN or DN, tls.py). The default,
+    a peer without a socket (in-process tests), counts as local."""
 
     address: str = ""
     tls: bool = False
-    cert_cn: str | None = None
+    cert_auth: bool = False
+    cert_user: str | None = None
 
     @property
     def loopback(self) -> bool:

@@ -1,7 +1,8 @@
 """SASL responses of connection.start-ok: PLAIN (\\0user\\0pass) and AMQPLAIN (a field table
 without its length prefix), parsed as strictly as RabbitMQ parses them, and EXTERNAL (the user
-named by the TLS client certificate's CN, as rabbitmq_auth_mechanism_ssl does), offered only to
-a client that presented a certificate."""
+named by the TLS client certificate's CN, as rabbitmq_auth_mechanism_ssl does), offered on TLS
+connections to a listener that verifies client certificates; without a certificate it is
+refused like bad credentials, as RabbitMQ refuses it."""
 
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ class MalformedResponse(Exception):
 
 
 def offered(peer: Peer) -> tuple[str, ...]:
-    return (*PASSWORD_MECHANISMS, EXTERNAL) if peer.cert_cn else PASSWORD_MECHANISMS
+    return (*PASSWORD_MECHANISMS, EXTERNAL) if peer.cert_auth else PASSWORD_MECHANISMS
 
 
 def login(users: UserDatabase, peer: Peer, mechanism: str, response: str | bytes) -> User | None:
@@ -29,7 +30,7 @@ def login(users: UserDatabase, peer: Peer, mechanism: str, response: str | bytes
     if mechanism not in offered(peer):
         raise MalformedResponse(f"unknown authentication mechanism '{mechanism}'")
     if mechanism == EXTERNAL:
-        return users.users.get(peer.cert_cn or "")
+        return users.users.get(peer.cert_user) if peer.cert_user else None
     credentials = parse_response(mechanism, response)
     if credentials is None:
         raise MalformedResponse(f"malformed {mechanism} response")

@@ -6,10 +6,13 @@ from __future__ import annotations
 import shutil
 import ssl
 import subprocess
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+
+from tests.support.real_rabbitmq import RealRabbit, real_rabbitmq
 
 _KEY = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
 
@@ -71,3 +74,32 @@ def make_ca(directory: Path) -> ThrowawayCA:
     )
     ca.server = Pair(str(directory / "server.pem"), str(directory / "server.key"))
     return ca
+
+
+def rabbitmq_with_tls(
+    ca: ThrowawayCA, tls_port: int, login_from: str = "common_name"
+) -> AbstractContextManager[RealRabbit]:
+    """A real RabbitMQ with a TLS listener on `tls_port` (verify_peer, a client certificate
+    optional) and rabbitmq_auth_mechanism_ssl enabled (the user named by the certificate's
+    `login_from`: common_name or distinguished_name), plus its management API."""
+
+    class TlsRabbit(RealRabbit):
+        def _write_config(self) -> None:
+            super()._write_config()
+            with (self.data_dir / "rabbitmq.conf").open("a") as conf:
+                conf.write(
+                    f"listeners.ssl.default = 127.0.0.1:{tls_port}\n"
+                    f"ssl_options.cacertfile = {ca.cafile}\n"
+                    f"ssl_options.certfile = {ca.server.cert}\n"
+                    f"ssl_options.keyfile = {ca.server.key}\n"
+                    "ssl_options.verify = verify_peer\n"
+                    "ssl_options.fail_if_no_peer_cert = false\n"
+                    "auth_mechanisms.1 = PLAIN\n"
+                    "auth_mechanisms.2 = AMQPLAIN\n"
+                    "auth_mechanisms.3 = EXTERNAL\n"
+                    f"ssl_cert_login_from = {login_from}\n"
+                )
+            plugins = self.data_dir / "enabled_plugins"
+            plugins.write_text(plugins.read_text().replace("[", "[rabbitmq_auth_mechanism_ssl,"))
+
+    return real_rabbitmq(enable_management=True, node_class=TlsRabbit)
