@@ -16,7 +16,7 @@ from rabbitish.engine.auth import (
     valid_regex,
 )
 from rabbitish.management import errors
-from rabbitish.management.errors import ApiError, bad_request, not_found
+from rabbitish.management.errors import bad_request, not_found
 
 if TYPE_CHECKING:
     from rabbitish.engine.node import Node
@@ -157,4 +157,4 @@ class AccessApi:
 
 def admin_only(user: User) -> None:
     if not user.is_administrator:
-        raise ApiError(401, "not_authorised", "Not administrator user")
+        raise errors.not_administrator()

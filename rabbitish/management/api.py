@@ -109,6 +109,10 @@ class Api(ClientsApi):
         return {"name": user.name, "tags": list(user.tags)}
 
     def list_vhosts(self, user: User, name: str | None = None) -> Any:
+        if name is not None and not user.is_administrator:
+            known = self.node.vhosts.get(name) is not None
+            if not known or not self.node.users.may_see(user, name):
+                raise errors.not_administrator()  # RabbitMQ answers so, even for a missing one
         found = [format.vhost_json(v, v.queues.values()) for v in self.vhosts(user, name)]
         return found[0] if name is not None else found
 
@@ -139,7 +143,7 @@ class Api(ClientsApi):
         if vhost is None:
             raise ApiError(404, "not_found", "vhost_not_found")
         if not self.node.users.may_access(user, vhost_name):
-            raise errors.not_authorised()
+            raise errors.vhost_refused()
         return vhost
 
     def _authorize(self, user: User, vhost: str) -> Authorize | None:

@@ -10,7 +10,7 @@ import time
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
-from rabbitish.management import half, sessions
+from rabbitish.management import errors, half, sessions
 from rabbitish.management.errors import bad_request, not_found
 
 if TYPE_CHECKING:
@@ -35,9 +35,13 @@ class ClientsApi:
 
     # ------------------------------------------------------------------ lookups
     def vhost(self, user: User, name: str) -> VirtualHost:
+        """A vhost named in a path: 404 when missing, RabbitMQ's 401 when the user has no
+        permissions there (monitoring users and administrators see every vhost)."""
         vhost = self.node.vhosts.get(name)
-        if vhost is None or not self.node.users.may_see(user, name):
+        if vhost is None:
             raise not_found()
+        if not self.node.users.may_see(user, name):
+            raise errors.vhost_refused()
         return vhost
 
     def vhosts(self, user: User, name: str | None = None) -> list[VirtualHost]:

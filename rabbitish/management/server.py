@@ -210,7 +210,7 @@ class ManagementServer:
             ("GET", "/api/users", lambda r, b: access.list_users(), 200),
             ("GET", u, lambda r, b: access.get_user(r["user"]), 200),
             ("PUT", u, lambda r, b: access.put_user(r["user"], b), 0),
-            ("DELETE", u, lambda r, b: access.delete_user(r["user"]), 204),
+            ("DELETE", u, self._delete_user(access), 204),
             ("GET", u + "/permissions", lambda r, b: access.user_permissions(r["user"]), 200),
             ("GET", "/api/permissions", lambda r, b: access.list_permissions(), 200),
             ("GET", p, lambda r, b: access.get_permission(r["vhost"], r["user"]), 200),
@@ -252,13 +252,30 @@ class ManagementServer:
         def delete(info: Any, body: dict[str, Any]) -> None:
             name = info["vhost"]
             access.delete_vhost(name)
-            for proto in list(self.api.protocols):
-                conn = getattr(proto, "conn", None)
-                vhost = getattr(conn, "vhost", None)
-                if vhost is not None and vhost.name == name:
-                    proto.force_close(320, f"vhost '{name}' is deleted")
+            self._close_connections(
+                lambda conn: getattr(getattr(conn, "vhost", None), "name", None) == name,
+                f"vhost '{name}' is deleted",
+            )
 
         return delete
+
+    def _delete_user(self, access: AccessApi) -> Callable[[Any, dict[str, Any]], None]:
+        """Delete a user and close its connections, as RabbitMQ does (320)."""
+
+        def delete(info: Any, body: dict[str, Any]) -> None:
+            name = info["user"]
+            access.delete_user(name)
+            self._close_connections(
+                lambda conn: getattr(conn, "user", None) == name, f"user '{name}' is deleted"
+            )
+
+        return delete
+
+    def _close_connections(self, match: Callable[[Any], bool], text: str) -> None:
+        for proto in list(self.api.protocols):
+            conn = getattr(proto, "conn", None)
+            if conn is not None and match(conn):
+                proto.force_close(320, text)
 
     # ------------------------------------------------------------------ handler factories
     def _alarm_check(self, where: str) -> Handler:

@@ -188,3 +188,45 @@ def test_deleting_a_vhost_closes_its_connections(api: Api) -> None:
         texts = {"CONNECTION_FORCED - vhost 'acc-doomed' is deleted"}
     assert closed[0].reply_code == 320 and closed[0].reply_text in texts
     assert api.call("GET", "/api/queues/acc-doomed").status == 404
+
+
+def test_deleting_a_user_closes_its_connections(api: Api) -> None:
+    _user(api, "acc-leaving", "", configure=".*", write=".*", read=".*")
+    url = api.amqp_url.replace("guest:guest", f"acc-leaving:{PASSWORD}")
+    conn = pika.BlockingConnection(pika.URLParameters(url))
+    assert api.call("DELETE", "/api/users/acc-leaving").status == 204
+    closed: list[pika.exceptions.ConnectionClosedByBroker] = []
+
+    def gone() -> bool:
+        try:
+            conn.process_data_events(0.05)
+        except pika.exceptions.ConnectionClosedByBroker as err:
+            closed.append(err)
+        return bool(closed)
+
+    wait_until(gone, timeout=10)
+    assert (closed[0].reply_code, closed[0].reply_text) == (
+        320,
+        "CONNECTION_FORCED - user 'acc-leaving' is deleted",
+    )
+
+
+def test_management_users_see_only_their_vhosts(api: Api) -> None:
+    api.ok("PUT", "/api/vhosts/acc-hidden", {})
+    user = _user(api, "acc-narrow", "management", configure=".*", write=".*", read=".*")
+    refused = {"error": "not_authorised", "reason": "User not authorised to access virtual host"}
+    for method, path in (
+        ("GET", "/api/queues/acc-hidden"),
+        ("GET", "/api/exchanges/acc-hidden"),
+        ("PUT", "/api/queues/acc-hidden/q"),
+    ):
+        reply = api.call(method, path, {} if method == "PUT" else None, auth=user)
+        assert (reply.status, reply.json) == (401, refused), path
+    assert api.call("GET", "/api/queues/acc-no-such-vhost", auth=user).status == 404
+    reply = api.call("PUT", "/api/queues/acc-no-such-vhost/q", {}, auth=user)
+    assert (reply.status, reply.json) == (404, {"error": "not_found", "reason": "vhost_not_found"})
+    for path in ("/api/vhosts/acc-hidden", "/api/vhosts/acc-no-such-vhost"):
+        reply = api.call("GET", path, auth=user)
+        assert (reply.status, reply.json) == (401, NOT_ADMIN), path
+    names = [v["name"] for v in api.call("GET", "/api/vhosts", auth=user).json]
+    assert "/" in names and "acc-hidden" not in names
