@@ -36,15 +36,24 @@ def _change(url: str, message: str, method: str, path: str, body: Any = None) ->
     run(body_)
 
 
+def _delete(url: str, message: str, path: str, missing: str) -> None:
+    """DELETE `path`; a 404 becomes "no <missing>" (exit 1)."""
+
+    def body() -> None:
+        say(message)
+        try:
+            Client(url).request("DELETE", path)
+        except ApiFailure as err:
+            if err.status == 404:
+                raise CliError(f"no {missing}") from None
+            raise
+
+    run(body)
+
+
 def say(message: str) -> None:
     """rabbitmqctl's progress line, printed as is (tags are in brackets, not rich markup)."""
     console().print(message, markup=False)
-
-
-def _missing(kind: str, name: str, err: ApiFailure) -> CliError:
-    if err.status == 404:
-        return CliError(f"no {kind} '{name}'")
-    return err
 
 
 def _list(url: str, path: str, as_json: bool, title: str, columns: list[str]) -> None:
@@ -89,16 +98,9 @@ def users_add(
 
 @users_cli.command("delete")
 def users_delete(name: Name, url: Url = DEFAULT_URL) -> None:
-    """Delete a user and its permissions (rabbitmqctl delete_user)."""
-
-    def body() -> None:
-        say(f'Deleting user "{name}" ...')
-        try:
-            Client(url).request("DELETE", f"/api/users/{segment(name)}")
-        except ApiFailure as err:
-            raise _missing("user", name, err) from None
-
-    run(body)
+    """Delete a user and its permissions (rabbitmqctl delete_user); its connections close."""
+    path = f"/api/users/{segment(name)}"
+    _delete(url, f'Deleting user "{name}" ...', path, f"user '{name}'")
 
 
 @users_cli.command("list")
@@ -115,7 +117,9 @@ def _update_user(url: str, name: str, message: str, change: dict[str, Any]) -> N
         try:
             user = client.get(f"/api/users/{segment(name)}")
         except ApiFailure as err:
-            raise _missing("user", name, err) from None
+            if err.status == 404:
+                raise CliError(f"no user '{name}'") from None
+            raise
         say(message)
         document = {
             "password_hash": user["password_hash"],
@@ -177,15 +181,12 @@ def permissions_set(
 @permissions_cli.command("clear")
 def permissions_clear(name: Name, vhost: VhostP = "/", url: Url = DEFAULT_URL) -> None:
     """Remove a user's permissions in a vhost (rabbitmqctl clear_permissions)."""
-
-    def body() -> None:
-        say(f'Clearing permissions for user "{name}" in vhost "{vhost}" ...')
-        try:
-            Client(url).request("DELETE", f"/api/permissions/{segment(vhost)}/{segment(name)}")
-        except ApiFailure as err:
-            raise _missing("permissions for user", name, err) from None
-
-    run(body)
+    _delete(
+        url,
+        f'Clearing permissions for user "{name}" in vhost "{vhost}" ...',
+        f"/api/permissions/{segment(vhost)}/{segment(name)}",
+        f"permissions for user '{name}' in vhost '{vhost}'",
+    )
 
 
 @permissions_cli.command("list")
@@ -227,15 +228,8 @@ def vhosts_delete(
     name: Annotated[str, typer.Argument(help="Vhost name.")], url: Url = DEFAULT_URL
 ) -> None:
     """Delete a vhost with everything in it (rabbitmqctl delete_vhost); its connections close."""
-
-    def body() -> None:
-        say(f'Deleting vhost "{name}" ...')
-        try:
-            Client(url).request("DELETE", f"/api/vhosts/{segment(name)}")
-        except ApiFailure as err:
-            raise _missing("vhost", name, err) from None
-
-    run(body)
+    path = f"/api/vhosts/{segment(name)}"
+    _delete(url, f'Deleting vhost "{name}" ...', path, f"vhost '{name}'")
 
 
 @vhosts_cli.command("list")

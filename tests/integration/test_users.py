@@ -10,9 +10,11 @@ from pathlib import Path
 import pika
 import pika.exceptions
 import pytest
+from rabbitish.bridge.codec import AMQP_HEADER, SASL_HEADER
 
 from rabbitish.engine.auth import Permission
 from rabbitish.testing import call_in_loop, running_broker
+from tests.support.amqp10 import Raw
 from tests.support.management import Api
 from tests.support.real_rabbitmq import RealRabbit, rabbitmq_available, real_rabbitmq
 
@@ -58,6 +60,30 @@ def test_guest_may_only_connect_from_loopback() -> None:
             401,
             {"error": "not_authorised", "reason": "User can only log in via localhost"},
         )
+
+
+def test_guest_over_amqp_10_only_from_loopback() -> None:
+    """SASL PLAIN as guest from another host fails (sasl-outcome auth); so does a client that
+    skips SASL and would be guest, the anonymous user."""
+    address = _outside_address()
+    with running_broker(host="0.0.0.0") as broker:
+        remote = Raw(f"amqp://guest:guest@{address}:{broker.port}/%2F")
+        try:
+            assert int(remote.sasl_plain().code) == 1
+        finally:
+            remote.close()
+        local = Raw(f"amqp://guest:guest@127.0.0.1:{broker.port}/%2F")
+        try:
+            assert int(local.sasl_plain().code) == 0
+        finally:
+            local.close()
+        anonymous = Raw(f"amqp://{address}:{broker.port}")
+        try:
+            anonymous.send(AMQP_HEADER)
+            assert anonymous.header() == SASL_HEADER  # no anonymous login from there
+            assert anonymous.closed()
+        finally:
+            anonymous.close()
 
 
 class _AllInterfacesRabbit(RealRabbit):

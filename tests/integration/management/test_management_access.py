@@ -26,6 +26,21 @@ def _user(api: Api, name: str, tags: str, **permissions: str) -> tuple[str, str]
     return name, PASSWORD
 
 
+def _closed_by_broker(conn: pika.BlockingConnection) -> pika.exceptions.ConnectionClosedByBroker:
+    """Wait until the broker closes `conn`; its close."""
+    closed: list[pika.exceptions.ConnectionClosedByBroker] = []
+
+    def gone() -> bool:
+        try:
+            conn.process_data_events(0.05)
+        except pika.exceptions.ConnectionClosedByBroker as err:
+            closed.append(err)
+        return bool(closed)
+
+    wait_until(gone, timeout=10)
+    return closed[0]
+
+
 def test_user_document_and_hash_format(api: Api) -> None:
     """RabbitMQ's shape; the stored hash is base64(salt + sha256(salt + password))."""
     _user(api, "acc-shape", "management,policymaker")
@@ -171,16 +186,7 @@ def test_deleting_a_vhost_closes_its_connections(api: Api) -> None:
     )
     conn.channel().queue_declare("acc-doomed-q", durable=True)
     assert api.call("DELETE", "/api/vhosts/acc-doomed").status == 204
-    closed: list[pika.exceptions.ConnectionClosedByBroker] = []
-
-    def gone() -> bool:
-        try:
-            conn.process_data_events(0.05)
-        except pika.exceptions.ConnectionClosedByBroker as err:
-            closed.append(err)
-        return bool(closed)
-
-    wait_until(gone, timeout=10)
+    closed = [_closed_by_broker(conn)]
     # RabbitMQ says "is deleted", or "is down" when the vhost's processes stopped first (a race
     # inside RabbitMQ); rabbitish always says "is deleted".
     texts = {f"CONNECTION_FORCED - vhost 'acc-doomed' is {how}" for how in ("deleted", "down")}
@@ -195,16 +201,7 @@ def test_deleting_a_user_closes_its_connections(api: Api) -> None:
     url = api.amqp_url.replace("guest:guest", f"acc-leaving:{PASSWORD}")
     conn = pika.BlockingConnection(pika.URLParameters(url))
     assert api.call("DELETE", "/api/users/acc-leaving").status == 204
-    closed: list[pika.exceptions.ConnectionClosedByBroker] = []
-
-    def gone() -> bool:
-        try:
-            conn.process_data_events(0.05)
-        except pika.exceptions.ConnectionClosedByBroker as err:
-            closed.append(err)
-        return bool(closed)
-
-    wait_until(gone, timeout=10)
+    closed = [_closed_by_broker(conn)]
     assert (closed[0].reply_code, closed[0].reply_text) == (
         320,
         "CONNECTION_FORCED - user 'acc-leaving' is deleted",
