@@ -128,6 +128,12 @@ def load_access(conn: sqlite3.Connection, node: Node) -> None:
     Runs before recovery, while the node's vhosts are still empty."""
     seeded = conn.execute("SELECT 1 FROM meta WHERE key = ?", (SEEDED,)).fetchone()
     if seeded is None:
+        # A data dir from before users were stored: its vhosts were open to every user.
+        for (name,) in conn.execute("SELECT vhost FROM exchanges UNION SELECT vhost FROM queues"):
+            if name not in node.vhosts:
+                node.add_vhost(name)
+                for user in node.users.users:
+                    node.users.set_permissions(user, name, Permission())
         ops: list[Statements] = [vhost_op(name, v) for name, v in node.vhosts.items()]
         ops += [change_op(AccessChange("user", (u.name,), u)) for u in node.users.users.values()]
         ops += [

@@ -5,6 +5,7 @@ default user created on a fresh data dir only."""
 from __future__ import annotations
 
 import socket
+import sqlite3
 from pathlib import Path
 
 import pika
@@ -157,3 +158,28 @@ def test_a_fresh_data_dir_gets_the_default_user(tmp_path: Path) -> None:
         assert users.users["guest"].tags == ("administrator",)
         assert users.permission("guest", "/") == Permission(".*", ".*", ".*")
         pika.BlockingConnection(pika.URLParameters(broker.url)).close()
+
+
+def test_a_data_dir_from_before_stored_users_keeps_its_vhosts_open(tmp_path: Path) -> None:
+    """A data dir whose access tables were never written (made before users were stored): its
+    vhosts come back and the default users get every permission in them, as before."""
+    data = tmp_path / "old"
+    with running_broker(management=True, data_dir=str(data)) as broker:
+        api = Api(broker.url, f"http://127.0.0.1:{broker.management_port}", "rabbitish")
+        api.ok("PUT", "/api/vhosts/legacy", {})
+        api.ok(
+            "PUT", "/api/permissions/legacy/guest", {"configure": ".*", "write": ".*", "read": ".*"}
+        )
+        api.ok("PUT", "/api/queues/legacy/kept", {"durable": True})
+    db = sqlite3.connect(data / "rabbitish.db")
+    with db:
+        db.execute("DELETE FROM meta WHERE key = 'access_seeded'")
+        for table in ("users", "permissions", "vhosts"):
+            db.execute(f"DELETE FROM {table}")
+    db.close()
+    with running_broker(data_dir=str(data)) as broker:
+        assert set(broker.node.vhosts) == {"/", "legacy"}
+        assert broker.node.users.permission("guest", "legacy") == Permission()
+        url = f"amqp://guest:guest@127.0.0.1:{broker.port}/legacy"
+        with pika.BlockingConnection(pika.URLParameters(url)) as conn:
+            conn.channel().queue_declare("kept", passive=True, durable=True)
