@@ -12,13 +12,12 @@ from typing import TYPE_CHECKING, ClassVar
 
 from rabbitish.engine.auth import AccessChange, Permission, User
 from rabbitish.store.ops import Sql, Statements
+from rabbitish.store.schema import ACCESS_SEEDED as SEEDED
 
 if TYPE_CHECKING:
     from rabbitish.engine.node import Node
     from rabbitish.engine.vhost import VirtualHost
     from rabbitish.store.journal import SqliteJournal
-
-SEEDED = "access_seeded"  # meta key: the defaults were written once
 
 
 def _join(tags: tuple[str, ...]) -> str:
