@@ -11,6 +11,7 @@ import sys
 from typing import Any
 
 from rabbitish.config import FSYNC_MODES, Config
+from rabbitish.tls import LOGIN_FROM
 
 DEFAULTS = Config()
 FSYNC_HELP = "Sync each commit to disk (always) or leave it to the OS (never)."
@@ -61,7 +62,7 @@ def parser(prog: str = "rabbitish serve") -> argparse.ArgumentParser:
     p.add_argument(
         "--ssl-cert-login-from",
         default=DEFAULTS.ssl_cert_login_from,
-        choices=("common_name", "distinguished_name"),
+        choices=LOGIN_FROM,
         help=LOGIN_FROM_HELP,
     )
     p.add_argument("--allow-remote-guest", action="store_true", help=ALLOW_REMOTE_GUEST_HELP)
