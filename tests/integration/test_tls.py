@@ -7,9 +7,11 @@ port (PLAIN and EXTERNAL), --verify-peer, the management API over HTTPS, bad TLS
 from __future__ import annotations
 
 import json
+import re
 import socket
 import ssl
 import struct
+import subprocess
 import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -24,6 +26,7 @@ from pika.credentials import ExternalCredentials
 from rabbitish.app import Broker
 from rabbitish.engine.auth import Permission
 from rabbitish.testing import call_in_loop, running_broker
+from tests.support.broker_process import SCRIPT, BrokerProcess
 from tests.support.management import Api
 from tests.support.ports import ReservedPort
 from tests.support.real_rabbitmq import rabbitmq_available
@@ -256,3 +259,22 @@ def test_bad_tls_options_fail_the_start(tmp_path: Path, ca: ThrowawayCA) -> None
         start(certfile=ca.server.cert, keyfile=ca.server.key, verify_peer=True)
     with pytest.raises(TlsConfigError, match="cannot load"):
         start(certfile=str(tmp_path / "none.pem"), keyfile="x")
+
+
+def test_rabbitish_serve_with_tls_options(ca: ThrowawayCA) -> None:
+    """The command line: the ready line names the TLS port, which serves AMQP; a bad
+    combination of options exits 2 with one line."""
+    tls_options = ("--tls-port", "0", "--certfile", ca.server.cert, "--keyfile", ca.server.key)
+    with BrokerProcess(*tls_options, "--cafile", ca.cafile) as broker:
+        found = re.search(r"AMQP over TLS on .+:(\d+)", broker.output())
+        assert found is not None, broker.output()
+        tls_port = int(found[1])
+        assert _offered(tls_port, ca.client_context()) == {"PLAIN", "AMQPLAIN", "EXTERNAL"}
+    bad = subprocess.run(
+        [*SCRIPT, "serve", "--port", "0", "--data-dir", ":memory:", *tls_options, "--verify-peer"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert bad.returncode == 2
+    assert "cannot start: --verify-peer needs --cafile" in bad.stderr
