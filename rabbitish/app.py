@@ -142,6 +142,7 @@ class Broker:
                 self.node, self.config, self._connections, self.port, port
             )
             self.management_port = self.management.port
+            self.management.api.tls_port = self.tls_port
         return self.management.port
 
     async def stop(self, grace: float = 1.0) -> None:

@@ -33,6 +33,7 @@ class Api(ClientsApi):
     def __init__(self, node: Node, config: Config, protocols: Any, amqp_port: int) -> None:
         super().__init__(node, config, protocols, amqp_port)
         self.http_port = 0
+        self.tls_port: int | None = None  # the AMQP TLS listener's, when it runs
         self.rates = Rates()
 
     # ------------------------------------------------------------------ lookups
@@ -76,9 +77,10 @@ class Api(ClientsApi):
                     "ip_address": host,
                     "port": self.amqp_port,
                 },
+                *self._tls_listeners(host),
                 {
                     "node": format.NODE,
-                    "protocol": "http",
+                    "protocol": "https" if self.config.management_tls else "http",
                     "ip_address": host,
                     "port": self.http_port,
                 },
@@ -103,6 +105,13 @@ class Api(ClientsApi):
             "rabbitmq_version": format.RABBITMQ_VERSION,
             "rates_mode": "basic",
         }
+
+    def _tls_listeners(self, host: str) -> list[dict[str, Any]]:
+        if not self.tls_port:
+            return []
+        return [
+            {"node": format.NODE, "protocol": "amqp/ssl", "ip_address": host, "port": self.tls_port}
+        ]
 
     @staticmethod
     def whoami(user: User) -> dict[str, Any]:

@@ -16,6 +16,7 @@ import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pika
 import pika.exceptions
@@ -194,12 +195,35 @@ def test_amqp_10_over_tls_on_the_same_port(
 
 
 def test_management_over_https(rabbitish_tls: Broker, ca: ThrowawayCA) -> None:
-    request = urllib.request.Request(
-        f"https://localhost:{rabbitish_tls.management_port}/api/whoami",
-        headers={"Authorization": "Basic Z3Vlc3Q6Z3Vlc3Q="},
-    )
-    with urllib.request.urlopen(request, context=ca.client_context(), timeout=10) as reply:
-        assert json.loads(reply.read()) == {"name": "guest", "tags": ["administrator"]}
+    def get(path: str) -> Any:
+        request = urllib.request.Request(
+            f"https://localhost:{rabbitish_tls.management_port}{path}",
+            headers={"Authorization": "Basic Z3Vlc3Q6Z3Vlc3Q="},
+        )
+        with urllib.request.urlopen(request, context=ca.client_context(), timeout=10) as reply:
+            return json.loads(reply.read())
+
+    assert get("/api/whoami") == {"name": "guest", "tags": ["administrator"]}
+    listeners = {(lis["protocol"], lis["port"]) for lis in get("/api/overview")["listeners"]}
+    assert listeners == {
+        ("amqp", rabbitish_tls.port),
+        ("amqp/ssl", rabbitish_tls.tls_port),
+        ("https", rabbitish_tls.management_port),
+    }
+
+
+def test_the_command_line_over_https(
+    rabbitish_tls: Broker, ca: ThrowawayCA, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The CLI trusts the CA named by SSL_CERT_FILE, as Python's ssl module does."""
+    from rabbitish.cli.commands import cli
+    from typer.testing import CliRunner
+
+    monkeypatch.setenv("SSL_CERT_FILE", ca.cafile)
+    url = f"https://guest:guest@localhost:{rabbitish_tls.management_port}"
+    result = CliRunner().invoke(cli, ["users", "list", "--url", url, "--json"])
+    assert result.exit_code == 0, result.output
+    assert "guest" in [u["name"] for u in json.loads(result.stdout)]
 
 
 def test_verify_peer_refuses_clients_without_a_certificate(ca: ThrowawayCA) -> None:
