@@ -53,6 +53,7 @@ from rabbitish.bridge.session import Session, reply_description, session_conditi
 from rabbitish.bridge.transactions import TransactionTable
 
 from rabbitish.config import Config
+from rabbitish.engine.auth import Authorize, Peer, may_log_in_from
 from rabbitish.engine.errors import AMQPError
 from rabbitish.engine.node import Node
 from rabbitish.engine.sessions import BufferedOutput, ConnectionView
@@ -120,6 +121,8 @@ class Connection10(BufferedOutput):
         self.client_properties: dict[str, Any] = {}
         self.user: str | None = None
         self.auth_mechanism = ""
+        self.peer_info = Peer()  # set by the I/O layer before start(): address, TLS client cert
+        self.authorize: Authorize | None = None  # the user's permission check, once open
         self.vhost: VirtualHost | None = None
         self.sessions: dict[int, Session] = {}  # by our channel number
         self.transactions = TransactionTable(self)  # declared through any of its sessions
@@ -170,11 +173,15 @@ class Connection10(BufferedOutput):
         if header == SASL_HEADER:
             self.state = State.SASL
             self.write(SASL_HEADER)
-            mechanisms = sasl.mechanisms(self.config.anonymous_user)
+            mechanisms = sasl.mechanisms(self.config.anonymous_user, self.peer_info)
             offered = SaslMechanisms(sasl_server_mechanisms=[Symbol(m) for m in mechanisms])
             self.write(encode_frame(0, offered, frame_type=FRAME_SASL))
         else:
             outcome = sasl.login_anonymously(self.node.users, self.config.anonymous_user)
+            if outcome.user is not None and not may_log_in_from(
+                outcome.user, self.peer_info, self.config.loopback_users
+            ):
+                outcome = sasl.Outcome(sasl.AUTH)
             if outcome.user is None:
                 # No SASL and no anonymous user: the spec's answer is the SASL header, then go.
                 self.write(SASL_HEADER)
@@ -282,6 +289,8 @@ class Connection10(BufferedOutput):
             self.config.anonymous_user,
             str(init.mechanism),
             init.initial_response,
+            self.peer_info,
+            self.config.loopback_users,
         )
         self.write(encode_frame(0, SaslOutcome(code=outcome.code), frame_type=FRAME_SASL))
         if outcome.user is None:
@@ -313,10 +322,10 @@ class Connection10(BufferedOutput):
         )
         # RabbitMQ 3.x opens the connection and refuses the first begin (a missing vhost too).
         vhost = self._vhost_for(open_.hostname)
-        user = self.node.users.users[self.user or ""]
-        if vhost is None or not self.node.users.may_access(user, vhost.name):
+        if vhost is None or not self.node.users.may_access(self.user or "", vhost.name):
             return  # self.vhost stays None
         self.vhost = vhost
+        self.authorize = self.node.users.authorizer(self.user, vhost.name)
         self.node.connections.add(self)
 
     @staticmethod

@@ -27,6 +27,7 @@ from rabbitish.bridge.codec.definitions import (
     Transfer,
 )
 
+from rabbitish.engine.auth import Authorize
 from rabbitish.engine.consumer import Consumer
 from rabbitish.engine.delivery import Delivery, Outcome, settle
 from rabbitish.engine.errors import not_found
@@ -99,10 +100,13 @@ class IncomingLink(ReceivingLink):
         vhost = session.conn.vhost
         assert vhost is not None
         self.vhost: VirtualHost = vhost
+        authorize = session.conn.authorize
         if self.address.queue is not None:
-            _ensure_queue(vhost, self.address, session.conn, _durable(target))
+            _ensure_queue(vhost, self.address, session.conn, _durable(target), authorize)
         elif self.address.exchange not in vhost.exchanges:
             raise not_found(f"no {vhost.rs('exchange', self.address.exchange)}")
+        if authorize is not None:  # checked once, at attach
+            authorize("write", "exchange", self.address.exchange)
 
     def received(self, first: Transfer, body: bytes) -> None:
         codec = self.session.conn.node.codec
@@ -151,10 +155,13 @@ class OutgoingLink(Consumer):
         address = parse_address(getattr(source, "address", None), sending=False)
         vhost = session.conn.vhost
         assert vhost is not None
+        authorize = session.conn.authorize
         if address.queue is None:
-            queue = _private_queue(vhost, address, session.conn)
+            queue = _private_queue(vhost, address, session.conn, authorize)
         else:
-            queue = _ensure_queue(vhost, address, session.conn, _durable(source))
+            queue = _ensure_queue(vhost, address, session.conn, _durable(source), authorize)
+        if authorize is not None:
+            authorize("read", "queue", queue.name)
         settled = attach.snd_settle_mode == SETTLED
         super().__init__(queue, str(attach.name), settled_on_delivery=settled)
         self.session = session  # also the consumer's SessionRef (connection, number, user)
@@ -242,22 +249,36 @@ def _durable(terminus: Any) -> bool:
     return bool(getattr(terminus, "durable", 0) or 0)
 
 
-def _ensure_queue(vhost: VirtualHost, address: Address, owner: Any, durable: bool) -> Queue:
+def _ensure_queue(
+    vhost: VirtualHost, address: Address, owner: Any, durable: bool, authorize: Authorize | None
+) -> Queue:
     """/queue/NAME declares the queue every time, as RabbitMQ 3.x does, so an existing queue
     of other properties refuses the link (405 exclusive elsewhere, 406 inequivalent)."""
     assert address.queue is not None
     if address.declare:
-        return vhost.declare_queue(address.queue, owner=owner, durable=durable)
+        return vhost.declare_queue(address.queue, owner=owner, durable=durable, authorize=authorize)
     if address.only_missing and address.queue not in vhost.queues:
-        return vhost.declare_queue(address.queue, owner=owner, durable=True)
+        return vhost.declare_queue(address.queue, owner=owner, durable=True, authorize=authorize)
     return vhost.queue(address.queue, owner)
 
 
-def _private_queue(vhost: VirtualHost, address: Address, owner: Any) -> Queue:
+def _private_queue(
+    vhost: VirtualHost, address: Address, owner: Any, authorize: Authorize | None
+) -> Queue:
     """A receiver on an exchange address gets its own queue, bound with the address's key and
-    gone with the link (exclusive to the connection, auto-delete), as RabbitMQ's plugin does."""
+    gone with the link (exclusive to the connection, auto-delete), as RabbitMQ's plugin does;
+    the user needs the permissions a declare and a bind take."""
     exchange = vhost.exchange(address.exchange)  # 404 for a missing exchange
-    queue = vhost.declare_queue("", owner=owner, exclusive=True, auto_delete=True)
+    queue = vhost.declare_queue(
+        "", owner=owner, exclusive=True, auto_delete=True, authorize=authorize
+    )
+    if authorize is not None:
+        try:
+            authorize("write", "queue", queue.name)
+            authorize("read", "exchange", exchange.name)
+        except Exception:
+            vhost.delete_queue_object(queue)
+            raise
     vhost.bind(queue, exchange.name, address.routing_key or "")
     return queue
 

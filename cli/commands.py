@@ -6,15 +6,19 @@ from __future__ import annotations
 
 import enum
 import json
-import os
 import sys
 import time
 from collections.abc import Callable
 from typing import Annotated, Any, TypeVar
 
 import typer
-from rabbitish.cli import render
+from rabbitish.cli import access, render
+from rabbitish.cli import serve as serve_help
 from rabbitish.cli.client import DEFAULT_URL, REFUSED, ApiFailure, Client, CliError, segment
+from rabbitish.cli.output import AsJson, Url, Vhost, VhostOne
+from rabbitish.cli.output import console as _console
+from rabbitish.cli.output import print_json as _print_json
+from rabbitish.cli.output import run as _run
 from rabbitish.cli.serve import (
     DEFAULTS,
     DEFINITIONS_HELP,
@@ -23,9 +27,9 @@ from rabbitish.cli.serve import (
     HALF_CHECK_MAX_HELP,
     PROMETHEUS_PORT_HELP,
 )
-from rich.console import Console
 
 from rabbitish.config import FSYNC_MODES, Config
+from rabbitish.tls import LOGIN_FROM
 
 T = TypeVar("T")
 
@@ -36,45 +40,17 @@ cli = typer.Typer(
     pretty_exceptions_enable=False,
 )
 
-Url = Annotated[
-    str,
-    typer.Option(
-        "--url",
-        envvar="RABBITISH_URL",
-        help="Management API of the broker (user:password in the URL).",
-    ),
-]
-Vhost = Annotated[str | None, typer.Option("--vhost", "-V", help="Only this virtual host.")]
-VhostOne = Annotated[str, typer.Option("--vhost", "-V", help="Virtual host.")]
-AsJson = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
-
 
 # typer validates a choice given as an enum; its members come from the one tuple in config.py.
 FsyncMode = enum.StrEnum("FsyncMode", {mode: mode for mode in FSYNC_MODES})
-
-PIPE_WIDTH = 200  # tables written to a pipe or file are not wrapped at 80 columns
-
-
-def _console() -> Console:
-    width = None if sys.stdout.isatty() or os.environ.get("COLUMNS") else PIPE_WIDTH
-    return Console(highlight=False, soft_wrap=False, width=width)
-
-
-def _run(fn: Callable[[], T]) -> T:
-    """Run a command body; CliError becomes one line on stderr and its exit code."""
-    try:
-        return fn()
-    except CliError as err:
-        sys.stderr.write(f"error: {err.message}\n")
-        raise typer.Exit(err.code) from None
-
-
-def _print_json(data: Any) -> None:
-    sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+LoginFrom = enum.StrEnum("LoginFrom", {name: name for name in LOGIN_FROM})
 
 
 def _scoped(path: str, vhost: str | None) -> str:
     return path if vhost is None else f"{path}/{segment(vhost)}"
+
+
+access.register(cli)  # users, permissions, vhosts (cli/access.py)
 
 
 @cli.callback()
@@ -97,6 +73,16 @@ def serve(
     ),
     half_check_max: int = typer.Option(DEFAULTS.half_check_max, help=HALF_CHECK_MAX_HELP),
     definitions: str | None = typer.Option(None, help=DEFINITIONS_HELP),
+    tls_port: int | None = typer.Option(None, help=serve_help.TLS_PORT_HELP),
+    certfile: str | None = typer.Option(None, help=serve_help.CERTFILE_HELP),
+    keyfile: str | None = typer.Option(None, help=serve_help.KEYFILE_HELP),
+    cafile: str | None = typer.Option(None, help=serve_help.CAFILE_HELP),
+    verify_peer: bool = typer.Option(False, help=serve_help.VERIFY_PEER_HELP),
+    management_tls: bool = typer.Option(False, help=serve_help.MANAGEMENT_TLS_HELP),
+    allow_remote_guest: bool = typer.Option(False, help=serve_help.ALLOW_REMOTE_GUEST_HELP),
+    ssl_cert_login_from: Annotated[
+        LoginFrom, typer.Option(help=serve_help.LOGIN_FROM_HELP)
+    ] = LoginFrom[DEFAULTS.ssl_cert_login_from],
 ) -> None:
     """Run the broker in the foreground; Ctrl-C or SIGTERM stops it cleanly."""
     from rabbitish.cli.serve import run
@@ -111,6 +97,16 @@ def serve(
         half_check_interval=half_check_interval,
         half_check_max=half_check_max,
         definitions=definitions,
+        **serve_help.security_options(
+            tls_port,
+            certfile,
+            keyfile,
+            cafile,
+            verify_peer,
+            management_tls,
+            allow_remote_guest,
+            ssl_cert_login_from.value,
+        ),
     )
     raise typer.Exit(run(config))
 

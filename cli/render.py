@@ -346,3 +346,12 @@ def message_panel(index: int, message: dict[str, Any]) -> Panel:
     parts.append(Text("body:", style="bold"))
     parts.append(readable_body(message))
     return Panel(Group(*parts), title=f"message {index}", title_align="left")
+
+
+def access_table(title: str, columns: list[str], items: list[dict[str, Any]]) -> Table:
+    """Users, permissions or vhosts: the named fields, lists (tags) comma-separated."""
+    table = _table(title, [(column, "left") for column in columns])
+    for item in items:
+        cells = [item.get(column, "") for column in columns]
+        table.add_row(*(", ".join(c) if isinstance(c, list) else str(c) for c in cells))
+    return table

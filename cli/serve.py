@@ -8,8 +8,10 @@ import asyncio
 import logging
 import signal
 import sys
+from typing import Any
 
 from rabbitish.config import FSYNC_MODES, Config
+from rabbitish.tls import LOGIN_FROM
 
 DEFAULTS = Config()
 FSYNC_HELP = "Sync each commit to disk (always) or leave it to the OS (never)."
@@ -17,6 +19,16 @@ PROMETHEUS_PORT_HELP = "Prometheus /metrics port (0: only on the management port
 HALF_CHECK_INTERVAL_HELP = "Seconds between status checks of an undecided half transaction."
 HALF_CHECK_MAX_HELP = "Status checks sent before an undecided half transaction is rolled back."
 DEFINITIONS_HELP = "Definitions file (RabbitMQ's JSON) to apply at start."
+TLS_PORT_HELP = "AMQP 0-9-1 and 1.0 over TLS on this port (0: any free); needs the two files."
+CERTFILE_HELP = "The broker's TLS certificate (chain), PEM."
+KEYFILE_HELP = "The private key of --certfile, PEM."
+CAFILE_HELP = "CA bundle that client certificates are verified against (enables EXTERNAL)."
+VERIFY_PEER_HELP = "Refuse TLS clients without a certificate signed by --cafile."
+MANAGEMENT_TLS_HELP = "Serve the management API over HTTPS with the same certificate."
+LOGIN_FROM_HELP = (
+    "What names the EXTERNAL user: the certificate's common_name or distinguished_name."
+)
+ALLOW_REMOTE_GUEST_HELP = "Let guest connect from other hosts (by default only from loopback)."
 
 log = logging.getLogger("rabbitish")
 
@@ -50,6 +62,19 @@ def parser(prog: str = "rabbitish serve") -> argparse.ArgumentParser:
         "--half-check-max", type=int, default=DEFAULTS.half_check_max, help=HALF_CHECK_MAX_HELP
     )
     p.add_argument("--definitions", default=None, help=DEFINITIONS_HELP)
+    p.add_argument("--tls-port", type=int, default=None, help=TLS_PORT_HELP)
+    p.add_argument("--certfile", default=None, help=CERTFILE_HELP)
+    p.add_argument("--keyfile", default=None, help=KEYFILE_HELP)
+    p.add_argument("--cafile", default=None, help=CAFILE_HELP)
+    p.add_argument("--verify-peer", action="store_true", help=VERIFY_PEER_HELP)
+    p.add_argument("--management-tls", action="store_true", help=MANAGEMENT_TLS_HELP)
+    p.add_argument(
+        "--ssl-cert-login-from",
+        default=DEFAULTS.ssl_cert_login_from,
+        choices=LOGIN_FROM,
+        help=LOGIN_FROM_HELP,
+    )
+    p.add_argument("--allow-remote-guest", action="store_true", help=ALLOW_REMOTE_GUEST_HELP)
     return p
 
 
@@ -66,8 +91,41 @@ def main(argv: list[str], prog: str = "rabbitish serve") -> int:
             half_check_interval=args.half_check_interval,
             half_check_max=args.half_check_max,
             definitions=args.definitions,
+            **security_options(
+                args.tls_port,
+                args.certfile,
+                args.keyfile,
+                args.cafile,
+                args.verify_peer,
+                args.management_tls,
+                args.allow_remote_guest,
+                args.ssl_cert_login_from,
+            ),
         )
     )
+
+
+def security_options(
+    tls_port: int | None,
+    certfile: str | None,
+    keyfile: str | None,
+    cafile: str | None,
+    verify_peer: bool,
+    management_tls: bool,
+    allow_remote_guest: bool,
+    ssl_cert_login_from: str = DEFAULTS.ssl_cert_login_from,
+) -> dict[str, Any]:
+    """The Config fields of the TLS and guest options (shared by both declarations of serve)."""
+    return {
+        "tls_port": tls_port,
+        "certfile": certfile,
+        "keyfile": keyfile,
+        "cafile": cafile,
+        "verify_peer": verify_peer,
+        "management_tls": management_tls,
+        "ssl_cert_login_from": ssl_cert_login_from,
+        "loopback_users": () if allow_remote_guest else DEFAULTS.loopback_users,
+    }
 
 
 def run(config: Config) -> int:
@@ -87,16 +145,20 @@ async def serve(config: Config) -> int:
         loop.add_signal_handler(sig, stop.set)
     from rabbitish.management.definitions import DefinitionsError
     from rabbitish.store import StoreError
+    from rabbitish.tls import TlsConfigError
 
     broker = Broker(config)
     try:
         await broker.start()
-    except (StoreError, DefinitionsError) as err:
+    except (StoreError, DefinitionsError, TlsConfigError) as err:
         log.error("cannot start: %s", err)
         return 2
     management = ""
+    if broker.tls_port:
+        management = f"; AMQP over TLS on {config.host}:{broker.tls_port}"
     if broker.management_port:
-        management = f"; management API on http://{config.host}:{broker.management_port}"
+        scheme = "https" if config.management_tls else "http"
+        management += f"; management API on {scheme}://{config.host}:{broker.management_port}"
     log.info(
         "rabbitish accepting AMQP 0-9-1 connections on %s:%s (data: %s)%s",
         config.host,

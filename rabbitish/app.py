@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import ssl
 import time
 from collections.abc import Callable
 from dataclasses import replace
@@ -40,6 +41,8 @@ class Broker:
         self.node: Node | None = None
         self.loop: asyncio.AbstractEventLoop | None = None
         self._server: asyncio.base_events.Server | None = None
+        self._tls_server: asyncio.base_events.Server | None = None
+        self.tls_port: int | None = None  # the AMQP TLS listener's port when it runs
         # Socket-level connections: a HeaderSniffer until the protocol header chose a front end,
         # then that front end's protocol (server.connection.AmqpServerProtocol for 0-9-1).
         self._connections: set[Any] = set()
@@ -60,6 +63,12 @@ class Broker:
 
     async def start(self) -> None:
         self.loop = loop = asyncio.get_running_loop()
+        # TLS files are checked before anything starts: a bad option fails the start cleanly.
+        tls = None
+        if self.config.tls_port is not None or self.config.management_tls:
+            from rabbitish.tls import server_context
+
+            tls = server_context(self.config)
         self.node = Node(
             LoopScheduler(loop),
             vhosts=self.config.vhosts,
@@ -99,6 +108,9 @@ class Broker:
             start_serving=False,
         )
         self.port = self._server.sockets[0].getsockname()[1]
+        if self.config.tls_port is not None:
+            assert tls is not None
+            await self._start_tls(node, config, registry, tls)
         if self.config.management_port:
             try:
                 await self.start_management(self.config.management_port)
@@ -120,6 +132,22 @@ class Broker:
                 )
         await self._server.start_serving()
 
+    async def _start_tls(
+        self, node: Node, config: Config, registry: set[Any], context: ssl.SSLContext
+    ) -> None:
+        """The TLS listener: the same protocol sniffing as the plain one (0-9-1 and 1.0),
+        behind the ssl module; a client certificate shows up as the peer's CN (EXTERNAL)."""
+        assert self.loop is not None
+        self._tls_server = await self.loop.create_server(
+            lambda: HeaderSniffer(node, config, registry),
+            host=self.config.host,
+            port=self.config.tls_port,
+            reuse_address=True,
+            ssl=context,
+            ssl_handshake_timeout=self.config.handshake_timeout,
+        )
+        self.tls_port = self._tls_server.sockets[0].getsockname()[1]
+
     def _alarms_changed(self) -> None:
         """Tell every connection; front ends that block publishers act on it."""
         for proto in list(self._connections):
@@ -137,6 +165,7 @@ class Broker:
                 self.node, self.config, self._connections, self.port, port
             )
             self.management_port = self.management.port
+            self.management.api.tls_port = self.tls_port
         return self.management.port
 
     async def stop(self, grace: float = 1.0) -> None:
@@ -145,8 +174,9 @@ class Broker:
         if self.management is not None:
             await self.management.stop()
             self.management = None
-        if self._server is not None:
-            self._server.close()
+        for server in (self._server, self._tls_server):
+            if server is not None:
+                server.close()
         for proto in list(self._connections):
             proto.force_close(320, SHUTDOWN_TEXT)
         loop = asyncio.get_running_loop()
@@ -156,9 +186,10 @@ class Broker:
         for proto in list(self._connections):
             if proto.transport is not None:
                 proto.transport.abort()
-        if self._server is not None:
-            await self._server.wait_closed()
-            self._server = None
+        for server in (self._server, self._tls_server):
+            if server is not None:
+                await server.wait_closed()
+        self._server = self._tls_server = None
         if self.journal is not None:
             await self.journal.close()
             self.journal = None

@@ -17,8 +17,27 @@ class Config:
     channel_max: int = 2047
     heartbeat: int = 60
     fsync: str = "always"  # one of FSYNC_MODES
+    # The default users and vhosts (RabbitMQ's default_user / default_vhost): created, users as
+    # administrators with every permission, when a data dir is first used (every start in
+    # :memory: mode); afterwards the data dir's own users and vhosts count.
     users: dict[str, str] = field(default_factory=lambda: {"guest": "guest"})
     vhosts: tuple[str, ...] = ("/",)
+    # Users that may only connect from a loopback address (RabbitMQ's loopback_users);
+    # `--allow-remote-guest` empties it.
+    loopback_users: tuple[str, ...] = ("guest",)
+    # TLS listener for AMQP 0-9-1 and 1.0 (None: none; 0: any free port), its certificate and
+    # key (PEM), the CA bundle client certificates are checked against, and whether a client
+    # must present one. A client certificate also allows the EXTERNAL mechanism.
+    tls_port: int | None = None
+    certfile: str | None = None
+    keyfile: str | None = None
+    cafile: str | None = None
+    verify_peer: bool = False
+    # Which part of a client certificate names the EXTERNAL user (RabbitMQ's
+    # ssl_cert_login_from): "common_name", or "distinguished_name" (RabbitMQ's default).
+    ssl_cert_login_from: str = "common_name"
+    # Serve the management API over TLS with the same certificate.
+    management_tls: bool = False
     # How long a connection may take to finish the handshake (RabbitMQ: 10 s).
     handshake_timeout: float = 10.0
     # Output buffered for a slow consumer before deliveries to it pause.

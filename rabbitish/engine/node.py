@@ -4,8 +4,10 @@ it."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from rabbitish.engine.alarms import Alarms
-from rabbitish.engine.auth import User, UserDatabase
+from rabbitish.engine.auth import UserDatabase
 from rabbitish.engine.clock import Scheduler
 from rabbitish.engine.half import HalfSettings, HalfView
 from rabbitish.engine.journal import Journal, NullJournal
@@ -14,6 +16,7 @@ from rabbitish.engine.sessions import FrontEndConnection
 from rabbitish.engine.transactions import TransactionRegistry
 from rabbitish.engine.vhost import VirtualHost
 
+DEFAULT_VHOST = "/"
 CHURN_NAMES = (
     "connection_created",
     "connection_closed",
@@ -60,9 +63,14 @@ class Node:
         self.vhosts: dict[str, VirtualHost] = {
             name: VirtualHost(name, scheduler, half_settings=self.half_settings) for name in vhosts
         }
-        self.users = UserDatabase(
-            {name: User(name, password) for name, password in (users or {"guest": "guest"}).items()}
-        )
+        if DEFAULT_VHOST in self.vhosts:
+            self.vhosts[DEFAULT_VHOST].description = "Default virtual host"
+        # The default users (RabbitMQ's default_user), administrators with every permission on
+        # the default vhosts; a data dir that was started before replaces them (store/access.py).
+        self.users = UserDatabase.with_defaults(users or {"guest": "guest"}, vhosts)
+        # Called with (name, vhost) when a vhost is added and (name, None) when it is deleted:
+        # the store persists both.
+        self.vhost_listeners: list[Callable[[str, VirtualHost | None], None]] = []
         # Counters of what came and went, for statistics: queue ones are counted by the vhosts.
         self.churn = dict.fromkeys(CHURN_NAMES, 0)
         self.connections: set[FrontEndConnection] = ConnectionSet(self.churn)
@@ -77,7 +85,26 @@ class Node:
             self.vhosts[name] = VirtualHost(
                 name, self.scheduler, self.journal, half_settings=self.half_settings
             )
+            for listener in self.vhost_listeners:
+                listener(name, self.vhosts[name])
         return self.vhosts[name]
+
+    def vhost_changed(self, name: str) -> None:
+        """A vhost's description or tags changed: tell the listeners (the store)."""
+        for listener in self.vhost_listeners:
+            listener(name, self.vhosts[name])
+
+    def delete_vhost(self, name: str) -> VirtualHost | None:
+        """Forget a vhost with everything in it and every permission on it; the front ends
+        close its connections. The store drops its rows through `vhost_deleted`."""
+        vhost = self.vhosts.pop(name, None)
+        if vhost is not None:
+            for queue in list(vhost.queues.values()):
+                vhost.delete_queue_object(queue)
+            self.users.vhost_deleted(name)
+            for listener in self.vhost_listeners:
+                listener(name, None)
+        return vhost
 
     def use_journal(self, journal: Journal) -> None:
         """From now on durable changes go to `journal` (set after recovery)."""

@@ -9,6 +9,7 @@ import os
 from collections.abc import Callable
 from typing import Any
 
+from rabbitish.engine.auth import Authorize
 from rabbitish.engine.clock import Scheduler
 from rabbitish.engine.errors import (
     AMQPError,
@@ -52,6 +53,8 @@ class VirtualHost(Router):
         half_settings: HalfSettings | None = None,
     ) -> None:
         self.name = name
+        self.description = ""  # as the management API and definitions show them
+        self.tags: tuple[str, ...] = ()
         self.scheduler = scheduler
         self.journal: Journal = journal or NullJournal()
         self.exchanges: dict[str, Exchange] = {}
@@ -94,9 +97,11 @@ class VirtualHost(Router):
         internal: bool = False,
         arguments: dict[str, Any] | None = None,
         arg_types: dict[str, str] | None = None,
+        authorize: Authorize | None = None,
     ) -> Exchange:
-        """exchange.declare with RabbitMQ's order of checks: type, default exchange, then
-        equivalence with an existing exchange or name and argument checks for a new one."""
+        """exchange.declare with RabbitMQ's order of checks: type, default exchange, configure
+        permission, then equivalence with an existing exchange or name and argument checks
+        (and read / write permissions for an alternate exchange) for a new one."""
         arguments = arguments or {}
         arg_types = arg_types or {}
         if passive:
@@ -106,6 +111,8 @@ class VirtualHost(Router):
         cls = exchange_type(type_)
         if name == "":
             raise access_refused(DEFAULT_EXCHANGE_DENIED)
+        if authorize is not None:
+            authorize("configure", "exchange", name)
         existing = self.exchanges.get(name)
         if existing is not None:
             resource = self.rs("exchange", name)
@@ -134,6 +141,9 @@ class VirtualHost(Router):
                 f"invalid type '{ae_type}' for arg 'alternate-exchange' in "
                 f"{self.rs('exchange', name)}"
             )
+        if authorize is not None and "alternate-exchange" in arguments:
+            authorize("read", "exchange", name)
+            authorize("write", "exchange", str(arguments["alternate-exchange"]))
         return self._add_exchange(cls, name, durable, auto_delete, internal, arguments, arg_types)
 
     def recover_exchange(
@@ -175,13 +185,18 @@ class VirtualHost(Router):
         self.journal.exchange_declared(exchange, arg_types)
         return exchange
 
-    def delete_exchange(self, name: str, *, if_unused: bool = False) -> None:
-        """exchange.delete: the default and amq.* exchanges are refused; a missing exchange
-        is fine; if_unused looks at bindings from the exchange only."""
+    def delete_exchange(
+        self, name: str, *, if_unused: bool = False, authorize: Authorize | None = None
+    ) -> None:
+        """exchange.delete: the default and amq.* exchanges are refused, then the configure
+        permission is checked; a missing exchange is fine; if_unused looks at bindings from
+        the exchange only."""
         if name == "":
             raise access_refused(DEFAULT_EXCHANGE_DENIED)
         if name.startswith("amq."):
             raise access_refused(f"deletion of system {self.rs('exchange', name)} not allowed")
+        if authorize is not None:
+            authorize("configure", "exchange", name)
         exchange = self.exchanges.get(name)
         if exchange is None:
             return
@@ -248,9 +263,12 @@ class VirtualHost(Router):
         auto_delete: bool = False,
         arguments: dict[str, Any] | None = None,
         arg_types: dict[str, str] | None = None,
+        authorize: Authorize | None = None,
     ) -> Queue:
-        """queue.declare with RabbitMQ's order of checks. An existing queue must match
-        exactly in exclusivity (405), then durable, auto_delete and arguments (406)."""
+        """queue.declare with RabbitMQ's order of checks: name, configure permission, then an
+        existing queue must match exactly in exclusivity (405), then durable, auto_delete and
+        arguments (406); a new queue with a dead-letter exchange needs read on itself and
+        write on that exchange."""
         arguments = arguments or {}
         arg_types = arg_types or {}
         self.churn["queue_declared"] += 1
@@ -262,6 +280,8 @@ class VirtualHost(Router):
             name = self.generate_queue_name()
         elif name.startswith("amq."):
             raise access_refused(f"queue name '{name}' contains reserved prefix 'amq.*'")
+        if authorize is not None:
+            authorize("configure", "queue", name)
         if exclusive:
             durable = False  # exclusive queues are never durable (RabbitMQ ignores the flag)
         existing = self.queues.get(name)
@@ -281,6 +301,10 @@ class VirtualHost(Router):
             )
             existing.touch()
             return existing
+        dlx = arguments.get("x-dead-letter-exchange")
+        if authorize is not None and isinstance(dlx, str | bytes):
+            authorize("read", "queue", name)
+            authorize("write", "exchange", dlx.decode() if isinstance(dlx, bytes) else dlx)
         validate_queue_arguments(resource, arguments, arg_types)
         return self._add_queue(
             name, durable, owner if exclusive else None, auto_delete, arguments, arg_types
@@ -400,9 +424,18 @@ class VirtualHost(Router):
     def _destination(self, kind: str, name: str) -> Queue | Exchange | None:
         return (self.queues if kind == "queue" else self.exchanges).get(name)
 
-    def _refuse_default(self, kind: str, destination_name: str, source_name: str) -> None:
+    @staticmethod
+    def _check_binding(
+        kind: str, destination_name: str, source_name: str, authorize: Authorize | None
+    ) -> None:
+        """RabbitMQ's order: write on the destination, the default exchange refused on either
+        side, read on the source."""
+        if authorize is not None:
+            authorize("write", kind, destination_name)
         if source_name == "" or (kind == "exchange" and destination_name == ""):
             raise access_refused(DEFAULT_EXCHANGE_DENIED)
+        if authorize is not None:
+            authorize("read", "exchange", source_name)
 
     def add_binding(
         self,
@@ -413,10 +446,12 @@ class VirtualHost(Router):
         arguments: dict[str, Any],
         arg_types: dict[str, str],
         owner: object | None,
+        authorize: Authorize | None = None,
     ) -> None:
-        """queue.bind / exchange.bind in RabbitMQ's order of checks: default exchange (403),
-        source then destination (404), binding arguments (406), exclusive queue (405)."""
-        self._refuse_default(kind, destination_name, source_name)
+        """queue.bind / exchange.bind in RabbitMQ's order of checks: permissions and default
+        exchange (403), source then destination (404), binding arguments (406), exclusive
+        queue (405)."""
+        self._check_binding(kind, destination_name, source_name, authorize)
         source = self.exchange(source_name)
         destination = self._destination(kind, destination_name)
         if destination is None:
@@ -434,10 +469,11 @@ class VirtualHost(Router):
         routing_key: str,
         arguments: dict[str, Any],
         owner: object | None,
+        authorize: Authorize | None = None,
     ) -> None:
         """queue.unbind / exchange.unbind: unbinding what does not exist succeeds, as in
         RabbitMQ; an auto-delete source goes with its last binding."""
-        self._refuse_default(kind, destination_name, source_name)
+        self._check_binding(kind, destination_name, source_name, authorize)
         source = self.exchanges.get(source_name)
         destination = self._destination(kind, destination_name)
         if source is None or destination is None:

@@ -26,7 +26,12 @@ async def start_management(
     from rabbitish.management.api import Api
 
     server = server_module.ManagementServer(Api(node, config, protocols, amqp_port))
-    await server.start(config.host, port)
+    context = None
+    if config.management_tls:
+        from rabbitish.tls import server_context
+
+        context = server_context(config)
+    await server.start(config.host, port, context)
     return server
 
 

@@ -17,10 +17,11 @@ from rabbitish.management.stats import CHANNEL_ONLY, QUEUE_STATS
 
 if TYPE_CHECKING:
     from rabbitish.config import Config
-    from rabbitish.engine.auth import User
+    from rabbitish.engine.auth import Authorize, User
     from rabbitish.engine.exchanges.base import Exchange
     from rabbitish.engine.node import Node
     from rabbitish.engine.queue import Queue
+    from rabbitish.engine.vhost import VirtualHost
 
 DEFAULT_EXCHANGE = "amq.default"  # how the API names the exchange called ""
 
@@ -32,6 +33,7 @@ class Api(ClientsApi):
     def __init__(self, node: Node, config: Config, protocols: Any, amqp_port: int) -> None:
         super().__init__(node, config, protocols, amqp_port)
         self.http_port = 0
+        self.tls_port: int | None = None  # the AMQP TLS listener's, when it runs
 
     # ------------------------------------------------------------------ lookups
     def queue(self, user: User, vhost_name: str, name: str) -> Queue:
@@ -87,9 +89,10 @@ class Api(ClientsApi):
                     "ip_address": host,
                     "port": self.amqp_port,
                 },
+                *self._tls_listeners(host),
                 {
                     "node": format.NODE,
-                    "protocol": "http",
+                    "protocol": "https" if self.config.management_tls else "http",
                     "ip_address": host,
                     "port": self.http_port,
                 },
@@ -111,11 +114,22 @@ class Api(ClientsApi):
             "rates_mode": "basic",
         }
 
+    def _tls_listeners(self, host: str) -> list[dict[str, Any]]:
+        if not self.tls_port:
+            return []
+        return [
+            {"node": format.NODE, "protocol": "amqp/ssl", "ip_address": host, "port": self.tls_port}
+        ]
+
     @staticmethod
     def whoami(user: User) -> dict[str, Any]:
         return {"name": user.name, "tags": list(user.tags)}
 
     def list_vhosts(self, user: User, name: str | None = None) -> Any:
+        if name is not None and not user.is_administrator:
+            known = self.node.vhosts.get(name) is not None
+            if not known or not self.node.users.may_see(user, name):
+                raise errors.not_administrator()  # RabbitMQ answers so, even for a missing one
         found = []
         for vhost in self.vhosts(user, name):
             views = self._views(user, vhost.name)
@@ -148,10 +162,20 @@ class Api(ClientsApi):
         doc["incoming"] = []
         return doc
 
-    def put_queue(self, user: User, vhost_name: str, name: str, body: dict[str, Any]) -> int:
+    def _writable(self, user: User, vhost_name: str) -> VirtualHost:
+        """The vhost a PUT declares in: 404 when missing, 401 without permissions there."""
         vhost = self.node.vhosts.get(vhost_name)
-        if vhost is None or not self.node.users.may_access(user, vhost_name):
+        if vhost is None:
             raise ApiError(404, "not_found", "vhost_not_found")
+        if not self.node.users.may_access(user, vhost_name):
+            raise errors.vhost_refused()
+        return vhost
+
+    def _authorize(self, user: User, vhost: str) -> Authorize | None:
+        return self.node.users.authorizer(user.name, vhost)
+
+    def put_queue(self, user: User, vhost_name: str, name: str, body: dict[str, Any]) -> int:
+        vhost = self._writable(user, vhost_name)
         existed = name in vhost.queues
         arguments = body.get("arguments") or {}
         if not isinstance(arguments, dict):
@@ -163,6 +187,7 @@ class Api(ClientsApi):
                 durable=_flag(body, "durable"),
                 auto_delete=_flag(body, "auto_delete"),
                 arguments=arguments,
+                authorize=self._authorize(user, vhost_name),
             )
         except AMQPError as err:
             raise errors.from_declare(err) from None
@@ -171,6 +196,7 @@ class Api(ClientsApi):
     def delete_queue(self, user: User, vhost: str, name: str, query: Mapping[str, str]) -> None:
         self.queue(user, vhost, name)
         try:
+            self.node.users.authorize(user.name, vhost, "configure", "queue", name)
             self.node.vhosts[vhost].delete_queue(
                 name,
                 owner=None,
@@ -183,6 +209,7 @@ class Api(ClientsApi):
     def purge(self, user: User, vhost: str, name: str) -> int:
         queue = self.queue(user, vhost, name)
         try:
+            self.node.users.authorize(user.name, vhost, "read", "queue", name)
             queue.vhost.check_exclusive(queue, None)
         except AMQPError as err:
             raise errors.from_declare(err) from None
@@ -204,6 +231,7 @@ class Api(ClientsApi):
         except ApiError:
             raise errors.not_authorised() from None
         try:
+            self.node.users.authorize(user.name, vhost, "read", "queue", name)
             queue = vhost_obj.queue(name, None)
         except AMQPError as err:
             raise errors.from_channel(err) from None
@@ -224,9 +252,7 @@ class Api(ClientsApi):
         return doc
 
     def put_exchange(self, user: User, vhost_name: str, name: str, body: dict[str, Any]) -> int:
-        vhost = self.node.vhosts.get(vhost_name)
-        if vhost is None or not self.node.users.may_access(user, vhost_name):
-            raise ApiError(404, "not_found", "vhost_not_found")
+        vhost = self._writable(user, vhost_name)
         name = "" if name == DEFAULT_EXCHANGE else name
         existed = name in vhost.exchanges
         arguments = body.get("arguments") or {}
@@ -240,6 +266,7 @@ class Api(ClientsApi):
                 auto_delete=_flag(body, "auto_delete"),
                 internal=_flag(body, "internal"),
                 arguments=arguments,
+                authorize=self._authorize(user, vhost_name),
             )
         except AMQPError as err:
             raise errors.from_declare(err) from None
@@ -249,7 +276,9 @@ class Api(ClientsApi):
         exchange = self.exchange(user, vhost, name)
         try:
             self.node.vhosts[vhost].delete_exchange(
-                exchange.name, if_unused=query.get("if-unused") == "true"
+                exchange.name,
+                if_unused=query.get("if-unused") == "true",
+                authorize=self._authorize(user, vhost),
             )
         except AMQPError as err:
             raise errors.from_declare(err) from None
@@ -267,6 +296,7 @@ class Api(ClientsApi):
         exchange = "" if name == DEFAULT_EXCHANGE else name
         try:
             assert self.node.codec is not None
+            self.node.users.authorize(user.name, vhost, "write", "exchange", exchange)
             routed = messages.publish(
                 vhost_obj,
                 self.node.codec,
@@ -343,7 +373,16 @@ class Api(ClientsApi):
             raise bad_request("arguments must be a JSON object")
         source = "" if source == DEFAULT_EXCHANGE else source
         try:
-            vhost_obj.add_binding(kind, destination, source, routing_key, arguments, {}, None)
+            vhost_obj.add_binding(
+                kind,
+                destination,
+                source,
+                routing_key,
+                arguments,
+                {},
+                None,
+                self._authorize(user, vhost),
+            )
         except AMQPError as err:
             raise errors.from_declare(err) from None
         return format.properties_key(routing_key, arguments)
@@ -360,6 +399,7 @@ class Api(ClientsApi):
                 found["routing_key"],
                 self._binding_arguments(vhost, found),
                 None,
+                self._authorize(user, vhost),
             )
         except AMQPError as err:
             raise errors.from_declare(err) from None

@@ -10,7 +10,7 @@ import time
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
-from rabbitish.management import half, sessions
+from rabbitish.management import errors, half, sessions
 from rabbitish.management.errors import bad_request, not_found
 from rabbitish.management.rates import Rates
 
@@ -37,25 +37,27 @@ class ClientsApi:
 
     # ------------------------------------------------------------------ lookups
     def vhost(self, user: User, name: str) -> VirtualHost:
+        """A vhost named in a path: 404 when missing, RabbitMQ's 401 when the user has no
+        permissions there (monitoring users and administrators see every vhost)."""
         vhost = self.node.vhosts.get(name)
-        if vhost is None or not self.node.users.may_access(user, name):
+        if vhost is None:
             raise not_found()
+        if not self.node.users.may_see(user, name):
+            raise errors.vhost_refused()
         return vhost
 
     def vhosts(self, user: User, name: str | None = None) -> list[VirtualHost]:
         if name is not None:
             return [self.vhost(user, name)]
         return [
-            v
-            for _, v in sorted(self.node.vhosts.items())
-            if self.node.users.may_access(user, v.name)
+            v for _, v in sorted(self.node.vhosts.items()) if self.node.users.may_see(user, v.name)
         ]
 
     def _connections(self, user: User, vhost: str | None = None) -> Iterator[FrontEndConnection]:
         for conn in list(self.node.connections):
             name = conn.vhost.name if conn.vhost is not None else None
             if (vhost is None or name == vhost) and (
-                name is None or self.node.users.may_access(user, name)
+                name is None or self.node.users.may_see(user, name)
             ):
                 yield conn
 

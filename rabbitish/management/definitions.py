@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from rabbitish import __version__
+from rabbitish.engine.auth import parse_tags
 from rabbitish.engine.errors import REPLY_NAMES, AMQPError
 from rabbitish.engine.policies import PolicyError, make_policy
 from rabbitish.management import definitions_access as access
@@ -202,7 +203,12 @@ def _binding(node: Node, item: dict[str, Any]) -> None:
 
 
 def _vhost_item(node: Node, item: dict[str, Any]) -> None:
-    node.add_vhost(str(item["name"]))
+    name = str(item["name"])
+    vhost = node.add_vhost(name)
+    metadata = item.get("metadata") or {}
+    vhost.description = str(metadata.get("description", item.get("description", "")) or "")
+    vhost.tags = parse_tags(metadata.get("tags", item.get("tags")) or ())
+    node.vhost_changed(name)
 
 
 Step = tuple[str, Callable[..., None]]

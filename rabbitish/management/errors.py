@@ -38,6 +38,14 @@ def not_authorised() -> ApiError:
     return ApiError(401, "not_authorised", ACCESS_REFUSED)
 
 
+def vhost_refused() -> ApiError:
+    return ApiError(401, "not_authorised", "User not authorised to access virtual host")
+
+
+def not_administrator() -> ApiError:
+    return ApiError(401, "not_authorised", "Not administrator user")
+
+
 def key_missing(keys: list[str]) -> ApiError:
     """RabbitMQ's `[{key_missing,K},...]`, printed with ~p."""
     return bad_request(erlang_terms.term_list([f"{{key_missing,{key}}}" for key in keys]))

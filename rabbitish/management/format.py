@@ -198,7 +198,7 @@ def vhost_json(
     for queue in vhost.queues.values():
         ready += queue.message_count
         unacked += queue.unacked
-    description = "Default virtual host" if vhost.name == "/" else ""
+    description, tags = vhost.description, list(vhost.tags)
     message_stats = stats.vhost_message_stats(vhost, channel_stats)
     totals = {
         "messages": ready + unacked,
@@ -213,9 +213,9 @@ def vhost_json(
         "description": description,
         "message_stats": stats.with_details(message_stats, rate),
         **stats.with_details(totals, rate),
-        "metadata": {"description": description, "tags": []},
+        "metadata": {"description": description, "tags": tags},
         "name": vhost.name,
         **stats.with_details(bytes_, rate),
-        "tags": [],
+        "tags": tags,
         "tracing": False,
     }

@@ -8,13 +8,16 @@ import base64
 import binascii
 import json
 import logging
+import ssl
 from collections.abc import Awaitable, Callable
 from typing import Any
 from urllib.parse import quote
 
 from aiohttp import web
 
+from rabbitish.engine.auth import Peer, may_log_in_from
 from rabbitish.management import definitions, listing, metrics, policies, ui
+from rabbitish.management.access import AccessApi, admin_only
 from rabbitish.management.api import Api
 from rabbitish.management.errors import NOT_FOUND_BODY, ApiError, bad_request
 from rabbitish.management.format import NODE
@@ -68,10 +71,11 @@ class ManagementServer:
         self._runner: web.AppRunner | None = None
         self._prometheus: web.AppRunner | None = None
 
-    async def start(self, host: str, port: int) -> int:
+    async def start(self, host: str, port: int, ssl_context: ssl.SSLContext | None = None) -> int:
+        """Bind the API; with `ssl_context` it speaks HTTPS."""
         app = web.Application(middlewares=[self._errors, self._auth])
         self._routes(app)
-        self._runner, self.port = await _serve(app, host, port)
+        self._runner, self.port = await _serve(app, host, port, ssl_context)
         self.api.http_port = self.port
         return self.port
 
@@ -116,6 +120,12 @@ class ManagementServer:
         user = self.api.node.users.authenticate(name, password)
         if user is None:
             raise ApiError(401, "not_authorized", "Login failed")
+        peer = Peer(str(request.remote or ""))
+        if not may_log_in_from(user.name, peer, self.api.config.loopback_users):
+            log.warning("HTTP access denied: user '%s' - User can only log in via localhost", name)
+            raise ApiError(401, "not_authorised", "User can only log in via localhost")
+        if not user.may_use_management:
+            raise ApiError(401, "not_authorised", "Not management user")
         request["user"] = user
         return await handler(request)
 
@@ -129,6 +139,7 @@ class ManagementServer:
         get("/api/whoami", self._read(lambda r, u: a.whoami(u)))
         get("/api/vhosts", self._list(lambda r, u: a.list_vhosts(u)))
         get("/api/vhosts/{vhost}", self._read(lambda r, u: a.list_vhosts(u, r["vhost"])))
+        self._access_routes(app)
         get(
             "/api/vhosts/{vhost}/connections",
             self._list(lambda r, u: a.list_connections(u, r["vhost"])),
@@ -194,6 +205,81 @@ class ManagementServer:
         definitions.add_routes(app, a.node, _json, _body)
         metrics.add_routes(app, a.node)
         ui.add_routes(app)
+
+    def _access_routes(self, app: web.Application) -> None:
+        """Users, permissions, vhost changes: administrators only."""
+        access = AccessApi(self.api.node)
+        u, p = "/api/users/{user}", "/api/permissions/{vhost}/{user}"
+        routes: list[tuple[str, str, Callable[..., Any], int]] = [
+            ("GET", "/api/users", lambda r, b: access.list_users(), 200),
+            ("GET", u, lambda r, b: access.get_user(r["user"]), 200),
+            ("PUT", u, lambda r, b: access.put_user(r["user"], b), 0),
+            ("DELETE", u, self._delete_user(access), 204),
+            ("GET", u + "/permissions", lambda r, b: access.user_permissions(r["user"]), 200),
+            ("GET", "/api/permissions", lambda r, b: access.list_permissions(), 200),
+            ("GET", p, lambda r, b: access.get_permission(r["vhost"], r["user"]), 200),
+            ("PUT", p, lambda r, b: access.put_permission(r["vhost"], r["user"], b), 0),
+            ("DELETE", p, lambda r, b: access.delete_permission(r["vhost"], r["user"]), 204),
+            (
+                "GET",
+                "/api/vhosts/{vhost}/permissions",
+                lambda r, b: access.vhost_permissions(r["vhost"]),
+                200,
+            ),
+            ("PUT", "/api/vhosts/{vhost}", lambda r, b: access.put_vhost(r["vhost"], b), 0),
+            ("DELETE", "/api/vhosts/{vhost}", self._delete_vhost(access), 204),
+        ]
+        for method, path, fn, status in routes:
+            app.router.add_route(method, path, self._admin(fn, status))
+
+    @staticmethod
+    def _admin(fn: Callable[[Any, dict[str, Any]], Any], status: int) -> Handler:
+        """An administrators-only handler; status 0: `fn` returns the status (201 / 204)."""
+
+        async def handler(request: web.Request) -> web.StreamResponse:
+            admin_only(request["user"])
+            body = await _body(request) if request.method == "PUT" else {}
+            result = fn(request.match_info, body)
+            if status == 0:
+                return web.Response(status=result)
+            if status == 204:
+                return web.Response(status=204)
+            if isinstance(result, list):
+                result = listing.apply(result, request.query)
+            return _json(result)
+
+        return handler
+
+    def _delete_vhost(self, access: AccessApi) -> Callable[[Any, dict[str, Any]], None]:
+        """Delete a vhost and close its connections, as RabbitMQ does (320)."""
+
+        def delete(info: Any, body: dict[str, Any]) -> None:
+            name = info["vhost"]
+            access.delete_vhost(name)
+            self._close_connections(
+                lambda conn: getattr(getattr(conn, "vhost", None), "name", None) == name,
+                f"vhost '{name}' is deleted",
+            )
+
+        return delete
+
+    def _delete_user(self, access: AccessApi) -> Callable[[Any, dict[str, Any]], None]:
+        """Delete a user and close its connections, as RabbitMQ does (320)."""
+
+        def delete(info: Any, body: dict[str, Any]) -> None:
+            name = info["user"]
+            access.delete_user(name)
+            self._close_connections(
+                lambda conn: getattr(conn, "user", None) == name, f"user '{name}' is deleted"
+            )
+
+        return delete
+
+    def _close_connections(self, match: Callable[[Any], bool], text: str) -> None:
+        for proto in list(self.api.protocols):
+            conn = getattr(proto, "conn", None)
+            if conn is not None and match(conn):
+                proto.force_close(320, text)
 
     # ------------------------------------------------------------------ handler factories
     def _alarm_check(self, where: str) -> Handler:
@@ -291,11 +377,14 @@ class ManagementServer:
         return web.Response(status=204)
 
 
-async def _serve(app: web.Application, host: str, port: int) -> tuple[web.AppRunner, int]:
-    """Bind `app` on host:port (0: any free port); the runner and the port it got."""
+async def _serve(
+    app: web.Application, host: str, port: int, ssl_context: ssl.SSLContext | None = None
+) -> tuple[web.AppRunner, int]:
+    """Bind `app` on host:port (0: any free port), over TLS when given a context; the runner
+    and the port it got."""
     runner = web.AppRunner(app, access_log=None, handle_signals=False)
     await runner.setup()
-    site = web.TCPSite(runner, host or None, port, reuse_address=True)
+    site = web.TCPSite(runner, host or None, port, reuse_address=True, ssl_context=ssl_context)
     try:
         await site.start()
     except OSError:

@@ -20,7 +20,7 @@ from rabbitish.engine.reply_to import REPLY_TO, new_reply_to_name
 from rabbitish.protocol import outgoing, properties
 from rabbitish.protocol.codec import message_from_properties
 from rabbitish.protocol.consumers import Consumer091
-from rabbitish.protocol.wiring import queue_for
+from rabbitish.protocol.wiring import authorize, queue_for
 
 if TYPE_CHECKING:
     from rabbitish.protocol.channel import Channel
@@ -50,6 +50,9 @@ def publish(
             f"message size {len(body)} is larger than configured max size {MAX_MESSAGE_SIZE}"
         )
     vhost = ch.vhost
+    if exchange_name not in ch.may_write:
+        authorize(ch, "write", "exchange", exchange_name)
+        ch.may_write.add(exchange_name)
     exchange = vhost.publish_exchange(exchange_name)
     try:
         info = properties.PropertyInfo(raw_properties)
@@ -169,7 +172,7 @@ def basic_consume(ch: Channel, method: commands.Basic.Consume, payload: bytes) -
     if method.queue == REPLY_TO:
         _consume_reply_to(ch, method, tag)
         return
-    queue = queue_for(ch, method.queue)
+    queue = queue_for(ch, method.queue, "read")
     consumer = Consumer091(
         ch,
         queue,
@@ -233,7 +236,7 @@ def basic_cancel(ch: Channel, method: commands.Basic.Cancel, payload: bytes) -> 
 
 
 def basic_get(ch: Channel, method: commands.Basic.Get, payload: bytes) -> None:
-    queue = queue_for(ch, method.queue)
+    queue = queue_for(ch, method.queue, "read")
     delivery = queue.get(settled=method.no_ack)
     stats = ch.stats
     if delivery is None:

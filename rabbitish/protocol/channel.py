@@ -86,6 +86,9 @@ class Channel:
         self.flow_active = True
         self.last_queue = ""  # the 0-9-1 "most recently declared queue" shortcut
         self.reply_to_name: str | None = None
+        # Exchanges this channel was allowed to publish to (RabbitMQ caches the check per
+        # channel too: a permission change applies to channels opened after it).
+        self.may_write: set[str] = set()
         self.reply_to_tag: str | None = None
         # publisher confirms
         self.publish_seq = 0

@@ -21,10 +21,12 @@ from pamqp import commands
 from pamqp.base import Frame as Method
 
 from rabbitish.config import Config
+from rabbitish.engine.auth import Authorize, Peer, may_log_in_from
 from rabbitish.engine.errors import AMQPError, ConnectionError_, frame_error
 from rabbitish.engine.node import Node
 from rabbitish.engine.sessions import BufferedOutput, ConnectionView
 from rabbitish.engine.vhost import VirtualHost
+from rabbitish.protocol import sasl
 from rabbitish.protocol.channel import Channel
 from rabbitish.protocol.dispatch import ROUTES, Routes
 from rabbitish.protocol.framing import (
@@ -45,7 +47,6 @@ from rabbitish.protocol.framing import (
     unexpected_frame_type,
     unknown_frame,
 )
-from rabbitish.protocol.sasl import parse_response
 from rabbitish.protocol.states import (
     ChannelAction,
     ChannelState,
@@ -64,7 +65,6 @@ log = logging.getLogger("rabbitish.connection")
 
 PRODUCT = "RabbitMQ"  # clients key features off the product name; rabbitish answers as RabbitMQ
 PLATFORM = "Python/asyncio"
-MECHANISMS = "PLAIN AMQPLAIN"
 MIN_FRAME_MAX = 4096
 CONNECTION_CLOSE = 0x000A0032
 
@@ -107,8 +107,8 @@ def server_properties(version: str) -> dict[str, Any]:
 
 
 @functools.cache
-def start_frame(version: str) -> bytes:
-    return encode_start(server_properties(version), MECHANISMS, "en_US")
+def start_frame(version: str, mechanisms: tuple[str, ...] = sasl.PASSWORD_MECHANISMS) -> bytes:
+    return encode_start(server_properties(version), " ".join(mechanisms), "en_US")
 
 
 class Connection(BufferedOutput):
@@ -137,6 +137,8 @@ class Connection(BufferedOutput):
         self.channels: dict[int, Channel] = {}
         self.vhost: VirtualHost | None = None
         self.user: str | None = None
+        self.peer_info = Peer()  # set by the I/O layer before start(): address, TLS client cert
+        self.authorize: Authorize | None = None  # the user's permission check, once open
         self.client_properties: dict[str, Any] = {}
         self.capabilities: dict[str, Any] = {}
         self.auth_mechanism = ""
@@ -175,7 +177,7 @@ class Connection(BufferedOutput):
     def start(self, data: bytes = b"") -> None:
         """The I/O layer accepted the protocol header: send connection.start, then read `data`,
         the bytes that came in after the header."""
-        self.write(start_frame(self.version))
+        self.write(start_frame(self.version, sasl.offered(self.peer_info)))
         if data:
             self.receive(data)
 
@@ -305,13 +307,17 @@ class Connection(BufferedOutput):
         caps = self.client_properties.get("capabilities")
         self.capabilities = caps if isinstance(caps, dict) else {}
         mechanism = method.mechanism
-        if mechanism not in MECHANISMS.split():
-            raise DropConnection(f"unknown authentication mechanism '{mechanism}'")
-        credentials = parse_response(mechanism, method.response)
-        if credentials is None:
-            raise DropConnection(f"malformed {mechanism} response")
-        user = self.node.users.authenticate(*credentials)
+        try:
+            user = sasl.login(self.node.users, self.peer_info, mechanism, method.response)
+        except sasl.MalformedResponse as err:
+            raise DropConnection(str(err)) from err
         if user is None:
+            self._refuse_login(mechanism)
+            return
+        if not may_log_in_from(user.name, self.peer_info, self.config.loopback_users):
+            log.warning(
+                "%s login refused: user '%s' can only connect via localhost", mechanism, user.name
+            )
             self._refuse_login(mechanism)
             return
         self.user = user.name
@@ -364,8 +370,7 @@ class Connection(BufferedOutput):
                 ConnectionError_(530, f"vhost {method.virtual_host} not found").at(10, 40)
             )
             return
-        user = self.node.users.users[self.user or ""]
-        if not self.node.users.may_access(user, vhost.name):
+        if not self.node.users.may_access(self.user or "", vhost.name):
             self._close_with(
                 ConnectionError_(
                     530, f"access to vhost '{vhost.name}' refused for user '{self.user}'"
@@ -373,6 +378,7 @@ class Connection(BufferedOutput):
             )
             return
         self.vhost = vhost
+        self.authorize = self.node.users.authorizer(self.user, vhost.name)
         self._advance(ConnectionEvent.OPENED)
         self.node.connections.add(self)
         self.send_method(0, commands.Connection.OpenOk())

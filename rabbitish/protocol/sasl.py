@@ -1,11 +1,40 @@
 """SASL responses of connection.start-ok: PLAIN (\\0user\\0pass) and AMQPLAIN (a field table
-without its length prefix), parsed as strictly as RabbitMQ parses them."""
+without its length prefix), parsed as strictly as RabbitMQ parses them, and EXTERNAL (the user
+named by the TLS client certificate's CN, as rabbitmq_auth_mechanism_ssl does), offered on TLS
+connections to a listener that verifies client certificates; without a certificate it is
+refused like bad credentials, as RabbitMQ refuses it."""
 
 from __future__ import annotations
 
 import struct
 
 from pamqp import decode
+
+from rabbitish.engine.auth import Peer, User, UserDatabase
+
+PASSWORD_MECHANISMS = ("PLAIN", "AMQPLAIN")
+EXTERNAL = "EXTERNAL"
+
+
+class MalformedResponse(Exception):
+    """A mechanism we did not offer, or a response that does not parse: RabbitMQ closes the
+    socket without a word."""
+
+
+def offered(peer: Peer) -> tuple[str, ...]:
+    return (*PASSWORD_MECHANISMS, EXTERNAL) if peer.cert_auth else PASSWORD_MECHANISMS
+
+
+def login(users: UserDatabase, peer: Peer, mechanism: str, response: str | bytes) -> User | None:
+    """The user a start-ok authenticates as, or None for refused credentials."""
+    if mechanism not in offered(peer):
+        raise MalformedResponse(f"unknown authentication mechanism '{mechanism}'")
+    if mechanism == EXTERNAL:
+        return users.users.get(peer.cert_user) if peer.cert_user else None
+    credentials = parse_response(mechanism, response)
+    if credentials is None:
+        raise MalformedResponse(f"malformed {mechanism} response")
+    return users.authenticate(*credentials)
 
 
 def parse_response(mechanism: str, response: str | bytes) -> tuple[str, str] | None:

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 from pamqp import commands
 
+from rabbitish.engine.auth import Access
 from rabbitish.engine.errors import (
     channel_error,
     command_invalid,
@@ -70,13 +71,16 @@ def exchange_declare(ch: Channel, method: commands.Exchange.Declare, payload: by
         internal=method.internal,
         arguments=method.arguments or {},
         arg_types=argument_types(payload),
+        authorize=ch.conn.authorize,
     )
     if not method.nowait:
         ch.conn.send_method(ch.id, commands.Exchange.DeclareOk())
 
 
 def exchange_delete(ch: Channel, method: commands.Exchange.Delete, payload: bytes) -> None:
-    ch.vhost.delete_exchange(strip_cr_lf(method.exchange), if_unused=method.if_unused)
+    ch.vhost.delete_exchange(
+        strip_cr_lf(method.exchange), if_unused=method.if_unused, authorize=ch.conn.authorize
+    )
     if not method.nowait:
         ch.conn.send_method(ch.id, commands.Exchange.DeleteOk())
 
@@ -90,6 +94,7 @@ def exchange_bind(ch: Channel, method: commands.Exchange.Bind, payload: bytes) -
         method.arguments or {},
         argument_types(payload),
         ch.conn,
+        ch.conn.authorize,
     )
     if not method.nowait:
         ch.conn.send_method(ch.id, commands.Exchange.BindOk())
@@ -103,6 +108,7 @@ def exchange_unbind(ch: Channel, method: commands.Exchange.Unbind, payload: byte
         method.routing_key,
         method.arguments or {},
         ch.conn,
+        ch.conn.authorize,
     )
     if not method.nowait:
         ch.conn.send_method(ch.id, commands.Exchange.UnbindOk())
@@ -119,8 +125,18 @@ def queue_name(ch: Channel, name: str) -> str:
     return ch.last_queue
 
 
-def queue_for(ch: Channel, name: str) -> Queue:
-    return ch.vhost.queue(queue_name(ch, name), ch.conn)
+def queue_for(ch: Channel, name: str, access: Access | None = None) -> Queue:
+    """The queue a method names, after checking the user's `access` to it (RabbitMQ checks
+    before looking the queue up)."""
+    name = queue_name(ch, name)
+    if access is not None:
+        authorize(ch, access, "queue", name)
+    return ch.vhost.queue(name, ch.conn)
+
+
+def authorize(ch: Channel, access: Access, kind: str, name: str) -> None:
+    if ch.conn.authorize is not None:
+        ch.conn.authorize(access, kind, name)
 
 
 def _binding_key(ch: Channel, queue: str, routing_key: str) -> str:
@@ -144,6 +160,7 @@ def queue_declare(ch: Channel, method: commands.Queue.Declare, payload: bytes) -
         auto_delete=method.auto_delete,
         arguments=method.arguments or {},
         arg_types=argument_types(payload),
+        authorize=ch.conn.authorize,
     )
     ch.last_queue = queue.name
     if not method.nowait:
@@ -175,6 +192,7 @@ def queue_bind(ch: Channel, method: commands.Queue.Bind, payload: bytes) -> None
         method.arguments or {},
         argument_types(payload),
         ch.conn,
+        ch.conn.authorize,
     )
     if not method.nowait:
         ch.conn.send_method(ch.id, commands.Queue.BindOk())
@@ -188,20 +206,23 @@ def queue_unbind(ch: Channel, method: commands.Queue.Unbind, payload: bytes) -> 
         _binding_key(ch, method.queue, method.routing_key),
         method.arguments or {},
         ch.conn,
+        ch.conn.authorize,
     )
     ch.conn.send_method(ch.id, commands.Queue.UnbindOk())
 
 
 def queue_purge(ch: Channel, method: commands.Queue.Purge, payload: bytes) -> None:
-    queue = queue_for(ch, method.queue)
+    queue = queue_for(ch, method.queue, "read")
     count = queue.purge()
     if not method.nowait:
         ch.conn.send_method(ch.id, commands.Queue.PurgeOk(message_count=count))
 
 
 def queue_delete(ch: Channel, method: commands.Queue.Delete, payload: bytes) -> None:
+    name = queue_name(ch, method.queue)
+    authorize(ch, "configure", "queue", name)
     count = ch.vhost.delete_queue(
-        queue_name(ch, method.queue),
+        name,
         owner=ch.conn,
         if_unused=method.if_unused,
         if_empty=method.if_empty,

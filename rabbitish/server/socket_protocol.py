@@ -6,12 +6,28 @@ socket goes. Subclasses add their protocol's handshake and heartbeat rules."""
 from __future__ import annotations
 
 import asyncio
+import ssl
 import time
 from collections.abc import Callable
 from typing import Any
 
 from rabbitish.config import Config
+from rabbitish.engine.auth import Peer
 from rabbitish.engine.node import Node
+from rabbitish.tls import COMMON_NAME, certificate_user
+
+
+def peer_info(transport: asyncio.BaseTransport, login_from: str = COMMON_NAME) -> Peer:
+    """The client's address and, on a TLS socket, the user its certificate names (only a
+    certificate the CA bundle verified is reported by the ssl module)."""
+    peername = transport.get_extra_info("peername")
+    address = peername[0] if isinstance(peername, tuple) and peername else ""
+    ssl_object = transport.get_extra_info("ssl_object")
+    if ssl_object is None:
+        return Peer(str(address))
+    cert_auth = ssl_object.context.verify_mode != ssl.CERT_NONE
+    user = certificate_user(ssl_object.getpeercert() or {}, login_from)
+    return Peer(str(address), tls=True, cert_auth=cert_auth, cert_user=user)
 
 
 class SocketProtocol(asyncio.Protocol):
@@ -43,6 +59,7 @@ class SocketProtocol(asyncio.Protocol):
         self.transport = transport
         peer = transport.get_extra_info("peername")
         self.conn = make_conn(self.node, self.config, peer=str(peer), wake=self._schedule_flush)
+        self.conn.peer_info = peer_info(transport, self.config.ssl_cert_login_from)
         self.registry.add(self)
         self._later("handshake", max(0.0, deadline - self.loop.time()), on_handshake_timeout)
         return self.conn

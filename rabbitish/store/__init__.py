@@ -8,6 +8,7 @@ from collections.abc import Callable
 
 from rabbitish.engine.message import PropertyCodec
 from rabbitish.engine.node import Node
+from rabbitish.store.access import journal_access, load_access
 from rabbitish.store.journal import BACKLOG_LIMIT, SqliteJournal
 from rabbitish.store.lock import DataDirLock
 from rabbitish.store.pager import KEEP_BYTES, Pager
@@ -38,6 +39,7 @@ async def open_store(
         raise
     pager = Pager(path, page_out_bytes)
     try:
+        load_access(conn, node)
         stats = recover(conn, node, codec, pager, progress)
     finally:
         conn.close()
@@ -47,6 +49,7 @@ async def open_store(
     journal.lock = lock
     await journal.start()
     node.use_journal(journal)
+    journal_access(node, journal)
     return journal, stats
 
 

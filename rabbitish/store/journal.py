@@ -149,6 +149,10 @@ class SqliteJournal:
         self.position += 1
         self._wake.set()
 
+    def record(self, op: ops.Statements) -> None:
+        """An ordered record from outside the engine's wiring (users, permissions, vhosts)."""
+        self._op(op)
+
     def _message_op(self, op: ops.Op, size: int) -> None:
         """A record carrying a body: counted towards the backlog bound while writes fail."""
         self._op(op)

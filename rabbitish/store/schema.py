@@ -105,6 +105,9 @@ CREATE TABLE policies (
 );
 """
 
+# meta key: the access tables got the defaults (default user and vhost) once (store/access.py)
+ACCESS_SEEDED = "access_seeded"
+
 MOVE_AWAY = "move it away or pass another --data-dir"
 RESTORE = "restore it from a backup, or move it away to start an empty broker"
 
@@ -279,6 +282,8 @@ def migrate(conn: sqlite3.Connection, version: int) -> None:
             f"BEGIN; {HALF_DDL} UPDATE meta SET value = '2' WHERE key = 'schema_version'; COMMIT;"
         )
     if version < 3:
+        # New, empty access tables: the defaults are seeded again (store/access.py).
         conn.executescript(
-            f"BEGIN; {ACCESS_DDL} UPDATE meta SET value = '3' WHERE key = 'schema_version'; COMMIT;"
+            f"BEGIN; {ACCESS_DDL} DELETE FROM meta WHERE key = '{ACCESS_SEEDED}'; "
+            "UPDATE meta SET value = '3' WHERE key = 'schema_version'; COMMIT;"
         )

@@ -23,7 +23,6 @@ from rabbitish.bridge.codec.definitions import (
     Transfer,
 )
 
-from rabbitish.engine.auth import User
 from rabbitish.testing import call_in_loop, running_broker
 from tests.support.amqp10 import Raw
 
@@ -252,7 +251,7 @@ def test_a_user_without_access_to_the_vhost_is_refused_at_the_first_begin():
     with running_broker(users={"guest": "guest", "fenced": "pw"}, vhosts=("/", "v2")) as broker:
 
         def fence() -> None:
-            broker.node.users.users["fenced"] = User("fenced", "pw", vhosts=frozenset({"v2"}))
+            broker.node.users.clear_permissions("fenced", "/")
 
         call_in_loop(broker, fence)
         client = Raw(broker.url)

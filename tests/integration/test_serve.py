@@ -10,6 +10,7 @@ import subprocess
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 
 import aio_pika
 import aiormq
@@ -84,6 +85,8 @@ def test_fast_path_and_full_cli_take_the_same_options(monkeypatch):
     from rabbitish.cli.commands import cli
     from typer.testing import CliRunner
 
+    from rabbitish.tls import LOGIN_FROM
+
     actions = [
         action for action in serve.parser()._actions if "--help" not in action.option_strings
     ]
@@ -94,9 +97,14 @@ def test_fast_path_and_full_cli_take_the_same_options(monkeypatch):
     choices = {
         action.option_strings[0]: tuple(action.choices) for action in actions if action.choices
     }
-    assert choices == {"--fsync": FSYNC_MODES}
-    started: list[str] = []
-    monkeypatch.setattr(serve, "run", lambda config: started.append(config.fsync) or 0)
+    assert choices == {"--fsync": FSYNC_MODES, "--ssl-cert-login-from": LOGIN_FROM}
+    started: list[tuple[str, str]] = []
+
+    def run(config: Any) -> int:
+        started.append((config.fsync, config.ssl_cert_login_from))
+        return 0
+
+    monkeypatch.setattr(serve, "run", run)
     for option, accepted in choices.items():
         for value in (*accepted, "sometimes", accepted[0].upper(), ""):
             try:
@@ -107,7 +115,9 @@ def test_fast_path_and_full_cli_take_the_same_options(monkeypatch):
             result = CliRunner().invoke(cli, ["serve", option, value])
             assert result.exit_code in (0, 2), result.output
             assert (result.exit_code == 0) == fast_accepts == (value in accepted), (option, value)
-    assert started == list(FSYNC_MODES)
+    assert started == [(mode, "common_name") for mode in FSYNC_MODES] + [
+        ("always", name) for name in LOGIN_FROM
+    ]
 
 
 def test_serve_help_lists_the_options():

@@ -6,6 +6,7 @@ from __future__ import annotations
 import base64
 import contextlib
 import json
+import ssl
 import urllib.error
 import urllib.request
 from dataclasses import dataclass
@@ -48,6 +49,7 @@ class Api:
     amqp_url: str
     base: str
     kind: str
+    context: ssl.SSLContext | None = None  # for an https base
 
     def call(
         self,
@@ -64,7 +66,7 @@ class Api:
         data = None if body is None else json.dumps(body).encode()
         request = urllib.request.Request(self.base + path, data, all_headers, method=method)
         try:
-            with urllib.request.urlopen(request, timeout=10) as response:
+            with urllib.request.urlopen(request, timeout=10, context=self.context) as response:
                 return Reply(response.status, _lower(response.headers), response.read().decode())
         except urllib.error.HTTPError as err:
             return Reply(err.code, _lower(err.headers), err.read().decode())

@@ -255,8 +255,8 @@ def clean_rabbitmq() -> Iterator[Api]:
 def test_rabbitmq_definitions_round_trip_through_rabbitish(clean_rabbitmq, uid):
     rabbitmq_api = clean_rabbitmq
     declare_topology(rabbitmq_api, uid)
-    # A user of RabbitMQ's with its password hash and permission regexes: rabbitish lists and
-    # exports it unchanged. Logging in as it waits for the user model that stores hashes.
+    # A user of RabbitMQ's with its password hash and permission regexes: rabbitish exports it
+    # unchanged, lets it log in with its password and holds it to its patterns.
     user = f"/api/users/{q(uid)}"
     rabbitmq_api.ok("PUT", user, {"password": "pw", "tags": "monitoring,management"})
     permissions = {"configure": f"^{uid}", "write": ".*", "read": ""}
@@ -273,6 +273,12 @@ def test_rabbitmq_definitions_round_trip_through_rabbitish(clean_rabbitmq, uid):
         assert normalised(api.ok("GET", "/api/definitions")) == normalised(exported)
         with pika.BlockingConnection(pika.URLParameters(broker.url)) as conn:  # guest still in
             assert conn.channel().queue_declare(f"{uid}-dq", passive=True)
+        url = broker.url.replace("guest:guest", f"{uid}:pw")
+        with pika.BlockingConnection(pika.URLParameters(url)) as conn:
+            conn.channel().queue_declare(f"{uid}-mine", auto_delete=True)
+            with pytest.raises(pika.exceptions.ChannelClosedByBroker) as refused:
+                conn.channel().queue_declare("not-mine")
+            assert refused.value.reply_code == 403
 
 
 @pytest.mark.rabbitmq

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from rabbitish.app import Broker
-from rabbitish.engine.auth import User
+from rabbitish.engine.auth import Permission
 from rabbitish.testing import call_in_loop, running_broker
 from tests.support.clients import pika_channel
 from tests.support.half import half, ready
@@ -96,18 +96,23 @@ def test_rollback_discards_and_unknown_ids_are_404(api, channel, uid):
 
 def test_vhost_access_and_authentication(api, broker, channel, uid):
     _hold(channel, uid, [uid])
-    call_in_loop(
-        broker,
-        broker.node.users.users.__setitem__,
-        "fenced",
-        User("fenced", "pw", vhosts=frozenset({"other"})),
-    )
+
+    def fence() -> None:
+        broker.node.users.add_user("fenced", "pw", tags=("management",))
+        broker.node.users.set_permissions("fenced", "other", Permission())
+
+    call_in_loop(broker, fence)
     fenced = ("fenced", "pw")
     listed = api.call("GET", "/api/half-transactions", auth=fenced)
     assert listed.status == 200 and uid not in [t["id"] for t in listed.json]
-    assert api.call("GET", "/api/half-transactions/%2F", auth=fenced).status == 404
+    vhost_refused = {
+        "error": "not_authorised",
+        "reason": "User not authorised to access virtual host",
+    }
+    listed = api.call("GET", "/api/half-transactions/%2F", auth=fenced)
+    assert (listed.status, listed.json) == (401, vhost_refused)
     refused = api.call("POST", f"/api/half-transactions/%2F/{uid}/commit", auth=fenced)
-    assert (refused.status, refused.json) == (404, NOT_FOUND)
+    assert (refused.status, refused.json) == (401, vhost_refused)
     assert api.call("POST", f"/api/half-transactions/%2F/{uid}/commit", auth=None).status == 401
     wrong = api.call("POST", f"/api/half-transactions/%2F/{uid}/commit", auth=("guest", "no"))
     assert wrong.status == 401
