@@ -16,6 +16,7 @@ import typer
 from rabbitish.cli import render
 from rabbitish.cli.client import DEFAULT_URL, REFUSED, ApiFailure, Client, CliError, segment
 from rabbitish.cli.serve import (
+    CHECK_HELP,
     DEFAULTS,
     FSYNC_HELP,
     HALF_CHECK_INTERVAL_HELP,
@@ -93,10 +94,14 @@ def serve(
         DEFAULTS.half_check_interval, help=HALF_CHECK_INTERVAL_HELP
     ),
     half_check_max: int = typer.Option(DEFAULTS.half_check_max, help=HALF_CHECK_MAX_HELP),
+    check: bool = typer.Option(False, "--check", help=CHECK_HELP),
 ) -> None:
     """Run the broker in the foreground; Ctrl-C or SIGTERM stops it cleanly."""
+    from rabbitish.cli.serve import check as check_data_dir
     from rabbitish.cli.serve import run
 
+    if check:
+        raise typer.Exit(check_data_dir(data_dir))
     config = Config(
         host=host,
         port=port,

@@ -12,9 +12,9 @@ from rabbitish.store.journal import BACKLOG_LIMIT, SqliteJournal
 from rabbitish.store.lock import DataDirLock
 from rabbitish.store.pager import KEEP_BYTES, Pager
 from rabbitish.store.recovery import RecoveryStats, recover
-from rabbitish.store.schema import StoreError, db_path, open_database
+from rabbitish.store.schema import StoreError, db_path, open_database, read_only_copy
 
-__all__ = ["RecoveryStats", "SqliteJournal", "StoreError", "open_store"]
+__all__ = ["RecoveryStats", "SqliteJournal", "StoreError", "check_store", "open_store"]
 
 
 async def open_store(
@@ -38,7 +38,12 @@ async def open_store(
         raise
     pager = Pager(path, page_out_bytes)
     try:
-        stats = recover(conn, node, codec, pager, progress)
+        try:
+            stats = recover(conn, node, codec, pager, progress, str(path))
+        except StoreError:
+            lock.release()
+            raise
+        conn.executemany("DELETE FROM half_txns WHERE vhost = ? AND id = ?", stats.stale_half)
     finally:
         conn.close()
     journal = SqliteJournal(path, fsync, node.scheduler.now, backlog_limit)
@@ -56,3 +61,17 @@ def _store_alarm(node: Node, reason: str | None) -> None:
         node.alarms.clear("store")
     else:
         node.alarms.raise_alarm("store", f"store write failed ({reason})")
+
+
+def check_store(data_dir: str, node: Node, codec: PropertyCodec) -> RecoveryStats:
+    """`serve --check`: everything a start does to `data_dir` short of serving (validate, take
+    the lock, run the whole recovery into `node`), without writing to it. Raises StoreError."""
+    path = db_path(data_dir)
+    if not path.exists():
+        raise StoreError(
+            f"{path}: no rabbitish database here (serve would start an empty broker); "
+            "pass the --data-dir the broker ran with"
+        )
+    DataDirLock(path.parent).probe()
+    with read_only_copy(path) as conn:
+        return recover(conn, node, codec, Pager(path, KEEP_BYTES), source=str(path))

@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import os
 import sqlite3
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from urllib.parse import quote
 
@@ -148,6 +151,43 @@ def open_database(path: Path, fsync: bool) -> sqlite3.Connection:
     return conn
 
 
+@contextmanager
+def read_only_copy(path: Path) -> Iterator[sqlite3.Connection]:
+    """The validated database at `path` for reading only (`serve --check`): opened read-only,
+    or, when its schema is older, copied to a temporary file and migrated there, so the data
+    dir is never written."""
+    version = _validate(path)
+    try:
+        conn = sqlite3.connect(
+            _read_only_uri(path), uri=True, isolation_level=None, check_same_thread=False
+        )
+    except sqlite3.Error as err:
+        raise StoreError(f"{path}: cannot be opened ({_reason(err)}); {RESTORE}") from err
+    if version == SCHEMA_VERSION:
+        try:
+            yield conn
+        finally:
+            conn.close()
+        return
+    with tempfile.TemporaryDirectory(prefix="rabbitish-check-") as tmp:
+        copy = sqlite3.connect(Path(tmp) / DB_NAME, isolation_level=None, check_same_thread=False)
+        try:
+            conn.backup(copy)
+            conn.close()
+            migrate(copy, version)
+            yield copy
+        finally:
+            conn.close()
+            copy.close()
+
+
+def _read_only_uri(path: Path) -> str:
+    # Without a -wal file the main file is the whole database: `immutable` reads it without
+    # creating -wal / -shm files or taking locks. A -wal file (left by a crash) must be read too.
+    wal = Path(f"{path}-wal").exists()
+    return f"file:{quote(str(path.resolve()))}?mode=ro" + ("" if wal else "&immutable=1")
+
+
 def _check_dir(data_dir: Path) -> None:
     """The data dir must be (or become) a directory we can write in."""
     if data_dir.exists() and not data_dir.is_dir():
@@ -197,12 +237,8 @@ def _validate(path: Path) -> int:
     """Check the raw header first (no SQLite involved), then the content read-only; returns the
     schema version."""
     _check_header(path)
-    # Without a -wal file the main file is the whole database: `immutable` reads it without
-    # creating -wal / -shm files or taking locks. A -wal file (left by a crash) must be read too.
-    wal = Path(f"{path}-wal").exists()
-    uri = f"file:{quote(str(path.resolve()))}?mode=ro" + ("" if wal else "&immutable=1")
     try:
-        conn = sqlite3.connect(uri, uri=True)
+        conn = sqlite3.connect(_read_only_uri(path), uri=True)
         try:
             return _check_content(conn, path)
         finally:
