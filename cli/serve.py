@@ -88,7 +88,8 @@ def check(data_dir: str) -> int:
         sys.stdout.write(
             f"{data_dir}: loads: {stats.exchanges} exchanges, {stats.queues} queues, "
             f"{stats.bindings} bindings, {stats.messages} messages, "
-            f"{stats.half_transactions} undecided half transactions "
+            f"{stats.half_transactions} undecided half transactions; last stop "
+            f"{'clean' if stats.clean_stop else 'unclean (messages come back redelivered)'} "
             f"(recovered in {stats.seconds:.2f} s)\n"
         )
         return 0

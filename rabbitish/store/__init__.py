@@ -12,7 +12,7 @@ from rabbitish.store.journal import BACKLOG_LIMIT, SqliteJournal
 from rabbitish.store.lock import DataDirLock
 from rabbitish.store.pager import KEEP_BYTES, Pager
 from rabbitish.store.recovery import RecoveryStats, recover
-from rabbitish.store.schema import StoreError, db_path, open_database, read_only_copy
+from rabbitish.store.schema import CLEAN_STOP, StoreError, db_path, open_database, read_only_copy
 
 __all__ = ["RecoveryStats", "SqliteJournal", "StoreError", "check_store", "open_store"]
 
@@ -44,6 +44,8 @@ async def open_store(
             lock.release()
             raise
         conn.executemany("DELETE FROM half_txns WHERE vhost = ? AND id = ?", stats.stale_half)
+        # From here until the next clean stop, a crash is what the data dir says happened.
+        conn.execute("DELETE FROM meta WHERE key = ?", (CLEAN_STOP,))
     finally:
         conn.close()
     journal = SqliteJournal(path, fsync, node.scheduler.now, backlog_limit)

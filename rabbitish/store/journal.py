@@ -35,6 +35,7 @@ from rabbitish.engine.journal import Failed, Synced
 from rabbitish.store import ops
 from rabbitish.store.lock import DataDirLock
 from rabbitish.store.pager import KEEP_IN_MEMORY, Pager
+from rabbitish.store.schema import CLEAN_STOP
 
 if TYPE_CHECKING:
     from rabbitish.engine.exchanges.base import Binding, Exchange
@@ -125,7 +126,10 @@ class SqliteJournal:
         if self._task is not None:
             await self._task
         if self._db is not None:
-            await asyncio.get_running_loop().run_in_executor(self._thread, self._db.close)
+            loop = asyncio.get_running_loop()
+            if self.failure is None:
+                await loop.run_in_executor(self._thread, self._mark_clean_stop)
+            await loop.run_in_executor(self._thread, self._db.close)
             self._db = None
         self._thread.shutdown()
         if self.pager is not None:
@@ -134,6 +138,17 @@ class SqliteJournal:
         if self.lock is not None:
             self.lock.release()
             self.lock = None
+
+    def _mark_clean_stop(self) -> None:
+        """Everything is written: the next start may trust the delivered marks (see
+        schema.CLEAN_STOP). A failure here only makes that start more careful."""
+        assert self._db is not None
+        try:
+            self._db.execute(
+                "INSERT OR REPLACE INTO meta (key, value) VALUES (?, '1')", (CLEAN_STOP,)
+            )
+        except sqlite3.Error as err:
+            log.warning("could not record the clean stop: %s", _reason(err))
 
     # ------------------------------------------------------------------ waiting
     def when_synced(self, position: int, callback: Synced, failed: Failed | None = None) -> None:

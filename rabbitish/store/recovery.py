@@ -22,7 +22,7 @@ from pamqp import decode
 from rabbitish.engine.message import Message, PropertyCodec, bump_message_ids
 from rabbitish.engine.node import Node
 from rabbitish.store.pager import KEEP_IN_MEMORY, Pager
-from rabbitish.store.schema import RESTORE, StoreError
+from rabbitish.store.schema import CLEAN_STOP, RESTORE, StoreError
 
 log = logging.getLogger("rabbitish.store")
 
@@ -37,6 +37,9 @@ class RecoveryStats:
     messages: int = 0
     half_transactions: int = 0
     seconds: float = 0.0
+    # Whether the last stop was clean (schema.CLEAN_STOP); after any other, every recovered
+    # message comes back redelivered.
+    clean_stop: bool = False
     # Half transactions none of whose messages came back: gone, as their transient messages are;
     # the caller drops their rows once recovery is over (recovery itself writes nothing).
     stale_half: list[tuple[str, str]] = field(default_factory=list)
@@ -125,6 +128,8 @@ def _recover(
 ) -> RecoveryStats:
     started = time.perf_counter()
     stats = RecoveryStats()
+    clean = conn.execute("SELECT 1 FROM meta WHERE key = ?", (CLEAN_STOP,)).fetchone()
+    stats.clean_stop = clean is not None
     for vhost_name, name, type_, auto_delete, internal, args, arg_types in conn.execute(
         "SELECT vhost, name, type, auto_delete, internal, arguments, arg_types FROM exchanges"
     ):
@@ -224,7 +229,7 @@ def _recover(
             kept_bytes += size
         position += 1
         expires_mono = None if expires_at is None else now_mono + (expires_at - now_wall)
-        current.restore(seq, message, bool(delivered), expires_mono)
+        current.restore(seq, message, bool(delivered) or not stats.clean_stop, expires_mono)
         stats.messages += 1
         if progress is not None and stats.messages % 10000 == 0:
             progress(stats.messages, total)

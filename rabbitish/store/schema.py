@@ -108,6 +108,12 @@ CREATE TABLE policies (
 );
 """
 
+# A meta row present only while the broker is stopped after a clean stop that wrote everything.
+# Without it (a crash, a kill -9, a failed disk) the next start cannot know which deliveries
+# reached the disk, so every recovered message comes back redelivered, as RabbitMQ does after an
+# unclean shutdown; the row is removed at start, before anything is served.
+CLEAN_STOP = "clean_stop"
+
 MOVE_AWAY = "move it away or pass another --data-dir"
 RESTORE = "restore it from a backup, or move it away to start an empty broker"
 
