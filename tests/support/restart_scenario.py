@@ -8,6 +8,8 @@ same queue (a queue writes its changes in order, so the barrier's confirm covers
 
 from __future__ import annotations
 
+import datetime
+import decimal
 import struct
 import time
 from contextlib import suppress
@@ -46,6 +48,7 @@ QUEUES: dict[str, dict[str, Any]] = {
     "rs.q.e2e": {},
     "rs.q.hdr-all": {},
     "rs.q.hdr-any": {},
+    "rs.q.hdr-typed": {},
     "rs.q.ae": {},
     "rs.q.order": {},
     "rs.q.props": {},
@@ -180,6 +183,7 @@ def populate(url: str, quorum: bool = True) -> tuple[Context, dict[str, Any]]:
     ch.queue_bind("rs.q.e2e", "rs.x.internal", "e2e.*.x")
     ch.queue_bind("rs.q.hdr-all", "rs.x.headers", arguments={"x-match": "all", "a": 1, "b": "two"})
     ch.queue_bind("rs.q.hdr-any", "rs.x.headers", arguments={"x-match": "any", "a": 1, "c": "3"})
+    ch.queue_bind("rs.q.hdr-typed", "rs.x.headers", arguments=TYPED_BINDING)
     ch.queue_bind("rs.q.plain", "rs.x.autodel", "ad")
     ch.queue_bind("rs.q.plain", "rs.x.transient", "tr")
     ch.queue_bind("rs.q.transient", "rs.x.direct", "plain")
@@ -365,6 +369,16 @@ def _exchange_checks(conn: Any, ctx: Context) -> dict[str, Any]:
     return found
 
 
+# A headers binding whose arguments are of the types a table can hold beyond ints and strings.
+TYPED_HEADERS = {
+    "bin": b"\x00\xff",
+    "dec": decimal.Decimal("2.50"),
+    "when": datetime.datetime(2020, 1, 2, 3, 4, 5, tzinfo=datetime.UTC),
+    "list": [1, "two", None],
+    "nested": {"flag": True},
+}
+TYPED_BINDING = {"x-match": "all", **TYPED_HEADERS}
+
 PROBES: tuple[tuple[str, str, dict[str, Any] | None], ...] = (
     ("rs.x.direct", "plain", None),
     ("rs.x.direct", "server-named", None),
@@ -376,6 +390,7 @@ PROBES: tuple[tuple[str, str, dict[str, Any] | None], ...] = (
     ("rs.x.headers", "", {"a": 1, "b": "two"}),
     ("rs.x.headers", "", {"c": "3"}),
     ("rs.x.headers", "", {"d": 4}),
+    ("rs.x.headers", "", TYPED_HEADERS),
     ("rs.x.autodel", "ad", None),
     ("rs.x.internal", "e2e.a.x", None),
     ("rs.x.transient", "tr", None),
@@ -400,6 +415,12 @@ def _routing(conn: Any, ctx: Context) -> dict[str, Any]:
         probes = [body for body, _, _ in _drain(ch, name)]
         if probes:
             found[f"into {label}"] = probes
+    # The recovered binding is found by the arguments it was made with.
+    ch.queue_unbind("rs.q.hdr-typed", "rs.x.headers", arguments=TYPED_BINDING)
+    ch.confirm_delivery()
+    props = pika.BasicProperties(headers=TYPED_HEADERS)
+    found["typed after unbind"] = _publish(ch, "rs.x.headers", "", b"after unbind", props)
+    found["into rs.q.hdr-typed after unbind"] = len(_drain(ch, "rs.q.hdr-typed"))
     ch.close()
     return found
 

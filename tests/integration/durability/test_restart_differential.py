@@ -131,7 +131,10 @@ def check_facts(outcomes: dict[str, Any], seen: dict[str, Any], kill: bool) -> N
     for gone in ("rs.q.exclusive", "rs.q.transient"):
         assert queues[f"{gone} passive"][:2] == ["closed", 404]
     assert seen["exchanges"]["rs.x.transient passive"][:2] == ["closed", 404]
-    assert seen["routing"]["into rs.q.e2e"] == ["probe-5"]
+    routing = seen["routing"]
+    assert routing["into rs.q.e2e"] == ["probe-5"]
+    assert routing["into rs.q.hdr-typed"] == ["probe-10"]
+    assert routing["into rs.q.hdr-typed after unbind"] == 0
 
 
 @pytest.mark.parametrize("kill", [False, True], ids=["graceful", "kill-9"])
