@@ -4,6 +4,9 @@ engine and returns the journal that persists what changes from then on."""
 from __future__ import annotations
 
 import functools
+import logging
+import os
+import time
 from collections.abc import Callable
 
 from rabbitish.engine.message import PropertyCodec
@@ -15,6 +18,20 @@ from rabbitish.store.recovery import RecoveryStats, recover
 from rabbitish.store.schema import CLEAN_STOP, StoreError, db_path, open_database, read_only_copy
 
 __all__ = ["RecoveryStats", "SqliteJournal", "StoreError", "check_store", "open_store"]
+
+log = logging.getLogger("rabbitish.store")
+
+# Crash tests: with this variable naming a start-up stage, the start stops there (logging the
+# stage) until the process is killed, so a kill lands at a known point of recovery.
+PAUSE_ENV = "RABBITISH_PAUSE_START_AT"
+STAGES = ("opened", "locked", "messages", "recovered", "marked", "journal")
+
+
+def _stage(name: str) -> None:
+    if os.environ.get(PAUSE_ENV) == name:
+        log.warning("start-up paused at stage %s (%s)", name, PAUSE_ENV)
+        while True:
+            time.sleep(3600)
 
 
 async def open_store(
@@ -30,22 +47,32 @@ async def open_store(
     StoreError (one line: which file, what to do) without touching a file it cannot use."""
     path = db_path(data_dir)
     conn = open_database(path, fsync)
+    _stage("opened")
     lock = DataDirLock(path.parent)
     try:
         lock.acquire()
     except StoreError:
         conn.close()
         raise
+    _stage("locked")
     pager = Pager(path, page_out_bytes)
+
+    def report(done: int, total: int) -> None:
+        if progress is not None:
+            progress(done, total)
+        _stage("messages")
+
     try:
         try:
-            stats = recover(conn, node, codec, pager, progress, str(path))
+            stats = recover(conn, node, codec, pager, report, str(path))
         except StoreError:
             lock.release()
             raise
+        _stage("recovered")
         conn.executemany("DELETE FROM half_txns WHERE vhost = ? AND id = ?", stats.stale_half)
         # From here until the next clean stop, a crash is what the data dir says happened.
         conn.execute("DELETE FROM meta WHERE key = ?", (CLEAN_STOP,))
+        _stage("marked")
     finally:
         conn.close()
     journal = SqliteJournal(path, fsync, node.scheduler.now, backlog_limit)
@@ -54,6 +81,7 @@ async def open_store(
     journal.lock = lock
     await journal.start()
     node.use_journal(journal)
+    _stage("journal")
     return journal, stats
 
 
