@@ -144,6 +144,7 @@ def test_rabbitish_restart_keeps_every_durable_thing(tmp_path, kill):
 
 
 @pytest.mark.rabbitmq
+@pytest.mark.timeout(400)  # two starts of a RabbitMQ node, each up to a minute on a busy machine
 @pytest.mark.parametrize("kill", [False, True], ids=["graceful", "kill-9"])
 def test_restart_observations_match_rabbitmq(tmp_path, kill):
     if not rabbitmq_available():
