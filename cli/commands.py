@@ -20,6 +20,7 @@ from rabbitish.cli.output import console as _console
 from rabbitish.cli.output import print_json as _print_json
 from rabbitish.cli.output import run as _run
 from rabbitish.cli.serve import (
+    CHECK_HELP,
     DEFAULTS,
     DEFINITIONS_HELP,
     FSYNC_HELP,
@@ -83,10 +84,14 @@ def serve(
     ssl_cert_login_from: Annotated[
         LoginFrom, typer.Option(help=serve_help.LOGIN_FROM_HELP)
     ] = LoginFrom[DEFAULTS.ssl_cert_login_from],
+    check: bool = typer.Option(False, "--check", help=CHECK_HELP),
 ) -> None:
     """Run the broker in the foreground; Ctrl-C or SIGTERM stops it cleanly."""
+    from rabbitish.cli.serve import check as check_data_dir
     from rabbitish.cli.serve import run
 
+    if check:
+        raise typer.Exit(check_data_dir(data_dir))
     config = Config(
         host=host,
         port=port,

@@ -4,6 +4,9 @@ engine and returns the journal that persists what changes from then on."""
 from __future__ import annotations
 
 import functools
+import logging
+import os
+import time
 from collections.abc import Callable
 
 from rabbitish.engine.message import PropertyCodec
@@ -13,9 +16,23 @@ from rabbitish.store.journal import BACKLOG_LIMIT, SqliteJournal
 from rabbitish.store.lock import DataDirLock
 from rabbitish.store.pager import KEEP_BYTES, Pager
 from rabbitish.store.recovery import RecoveryStats, recover
-from rabbitish.store.schema import StoreError, db_path, open_database
+from rabbitish.store.schema import CLEAN_STOP, StoreError, db_path, open_database, read_only_copy
 
-__all__ = ["RecoveryStats", "SqliteJournal", "StoreError", "open_store"]
+__all__ = ["RecoveryStats", "SqliteJournal", "StoreError", "check_store", "open_store"]
+
+log = logging.getLogger("rabbitish.store")
+
+# Crash tests: with this variable naming a start-up stage, the start stops there (logging the
+# stage) until the process is killed, so a kill lands at a known point of recovery.
+PAUSE_ENV = "RABBITISH_PAUSE_START_AT"
+STAGES = ("opened", "locked", "messages", "recovered", "marked", "journal")
+
+
+def _stage(name: str) -> None:
+    if os.environ.get(PAUSE_ENV) == name:
+        log.warning("start-up paused at stage %s (%s)", name, PAUSE_ENV)
+        while True:
+            time.sleep(3600)
 
 
 async def open_store(
@@ -31,16 +48,33 @@ async def open_store(
     StoreError (one line: which file, what to do) without touching a file it cannot use."""
     path = db_path(data_dir)
     conn = open_database(path, fsync)
+    _stage("opened")
     lock = DataDirLock(path.parent)
     try:
         lock.acquire()
     except StoreError:
         conn.close()
         raise
+    _stage("locked")
     pager = Pager(path, page_out_bytes)
+
+    def report(done: int, total: int) -> None:
+        if progress is not None:
+            progress(done, total)
+        _stage("messages")
+
     try:
-        load_access(conn, node)
-        stats = recover(conn, node, codec, pager, progress)
+        try:
+            load_access(conn, node)
+            stats = recover(conn, node, codec, pager, report, str(path))
+        except StoreError:
+            lock.release()
+            raise
+        _stage("recovered")
+        conn.executemany("DELETE FROM half_txns WHERE vhost = ? AND id = ?", stats.stale_half)
+        # From here until the next clean stop, a crash is what the data dir says happened.
+        conn.execute("DELETE FROM meta WHERE key = ?", (CLEAN_STOP,))
+        _stage("marked")
     finally:
         conn.close()
     journal = SqliteJournal(path, fsync, node.scheduler.now, backlog_limit)
@@ -50,6 +84,7 @@ async def open_store(
     await journal.start()
     node.use_journal(journal)
     journal_access(node, journal)
+    _stage("journal")
     return journal, stats
 
 
@@ -59,3 +94,18 @@ def _store_alarm(node: Node, reason: str | None) -> None:
         node.alarms.clear("store")
     else:
         node.alarms.raise_alarm("store", f"store write failed ({reason})")
+
+
+def check_store(data_dir: str, node: Node, codec: PropertyCodec) -> RecoveryStats:
+    """`serve --check`: everything a start does to `data_dir` short of serving (validate, take
+    the lock, run the whole recovery into `node`), without writing to it. Raises StoreError."""
+    path = db_path(data_dir)
+    if not path.exists():
+        raise StoreError(
+            f"{path}: no rabbitish database here (serve would start an empty broker); "
+            "pass the --data-dir the broker ran with"
+        )
+    DataDirLock(path.parent).probe()
+    with read_only_copy(path) as conn:
+        load_access(conn, node, seed=False)
+        return recover(conn, node, codec, Pager(path, KEEP_BYTES), source=str(path))

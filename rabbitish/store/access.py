@@ -122,10 +122,13 @@ def vhost_op(name: str, vhost: VirtualHost | None) -> Statements:
     return PutVhost(name, vhost.description, _join(vhost.tags))
 
 
-def load_access(conn: sqlite3.Connection, node: Node) -> None:
-    """Seed a fresh data dir with the node's defaults, or replace them with what is stored.
-    Runs before recovery, while the node's vhosts are still empty."""
+def load_access(conn: sqlite3.Connection, node: Node, seed: bool = True) -> None:
+    """Seed a fresh data dir with the node's defaults (unless `seed` is false: a read-only
+    check keeps them), or replace them with what is stored. Runs before recovery, while the
+    node's vhosts are still empty."""
     seeded = conn.execute("SELECT 1 FROM meta WHERE key = ?", (SEEDED,)).fetchone()
+    if seeded is None and not seed:
+        return
     if seeded is None:
         # A data dir from before users were stored: its vhosts were open to every user.
         for (name,) in conn.execute("SELECT vhost FROM exchanges UNION SELECT vhost FROM queues"):

@@ -28,13 +28,13 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pamqp import encode
-
 from rabbitish.engine.exchanges.base import freeze
 from rabbitish.engine.journal import Failed, Synced
 from rabbitish.store import ops
 from rabbitish.store.lock import DataDirLock
 from rabbitish.store.pager import KEEP_IN_MEMORY, Pager
+from rabbitish.store.schema import CLEAN_STOP
+from rabbitish.store.tables import encode_table
 
 if TYPE_CHECKING:
     from rabbitish.engine.exchanges.base import Binding, Exchange
@@ -50,10 +50,6 @@ BACKLOG_LIMIT = 64 * 1024 * 1024  # default bytes of unwritten messages kept whi
 OP_OVERHEAD = 256  # bytes counted per message record besides its body
 
 Waiter = tuple[int, Synced, Failed | None]
-
-
-def encode_table(table: dict[str, Any]) -> bytes:
-    return encode.field_table(table)
 
 
 def binding_args_key(arguments: dict[str, Any]) -> bytes:
@@ -126,7 +122,10 @@ class SqliteJournal:
         if self._task is not None:
             await self._task
         if self._db is not None:
-            await asyncio.get_running_loop().run_in_executor(self._thread, self._db.close)
+            loop = asyncio.get_running_loop()
+            if self.failure is None:
+                await loop.run_in_executor(self._thread, self._mark_clean_stop)
+            await loop.run_in_executor(self._thread, self._db.close)
             self._db = None
         self._thread.shutdown()
         if self.pager is not None:
@@ -135,6 +134,17 @@ class SqliteJournal:
         if self.lock is not None:
             self.lock.release()
             self.lock = None
+
+    def _mark_clean_stop(self) -> None:
+        """Everything is written: the next start may trust the delivered marks (see
+        schema.CLEAN_STOP). A failure here only makes that start more careful."""
+        assert self._db is not None
+        try:
+            self._db.execute(
+                "INSERT OR REPLACE INTO meta (key, value) VALUES (?, '1')", (CLEAN_STOP,)
+            )
+        except sqlite3.Error as err:
+            log.warning("could not record the clean stop: %s", _reason(err))
 
     # ------------------------------------------------------------------ waiting
     def when_synced(self, position: int, callback: Synced, failed: Failed | None = None) -> None:

@@ -24,11 +24,28 @@ class DataDirLock:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             os.close(fd)
-            raise StoreError(
-                f"{self.path.parent}: in use by another running rabbitish (locked through "
-                f"{self.path}); stop it or pass another --data-dir"
-            ) from None
+            raise self._in_use() from None
         self._fd = fd
+
+    def probe(self) -> None:
+        """Refuse, as `acquire` would, a data dir a running broker holds; take nothing and
+        create nothing (a data dir that has no lock file has no broker either)."""
+        try:
+            fd = os.open(self.path, os.O_RDONLY)
+        except FileNotFoundError:
+            return
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise self._in_use() from None
+        finally:
+            os.close(fd)
+
+    def _in_use(self) -> StoreError:
+        return StoreError(
+            f"{self.path.parent}: in use by another running rabbitish (locked through "
+            f"{self.path}); stop it or pass another --data-dir"
+        )
 
     def release(self) -> None:
         if self._fd is not None:

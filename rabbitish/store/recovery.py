@@ -1,6 +1,11 @@
 """Start-up: rebuild durable exchanges, queues, bindings and the persistent messages on durable
 queues from the database, in publication order. Messages that had been delivered come back
-redelivered. Nothing of an unfinished transaction is in the database, so none of it returns."""
+redelivered. Nothing of an unfinished transaction is in the database, so none of it returns.
+
+Recovery only reads: it rebuilds objects through the engine's `recover_*` entry points, which
+apply none of the checks a client's declare goes through (what the broker accepted once must
+come back as it was), and a kill at any moment of it leaves the data dir as it found it. A row
+it cannot rebuild stops start-up with a StoreError naming the object and what to do."""
 
 from __future__ import annotations
 
@@ -8,15 +13,16 @@ import json
 import logging
 import sqlite3
 import time
-from collections.abc import Callable
-from dataclasses import dataclass
-
-from pamqp import decode
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 
 from rabbitish.engine.message import Message, PropertyCodec, bump_message_ids
 from rabbitish.engine.node import Node
 from rabbitish.engine.policies import make_policy
 from rabbitish.store.pager import KEEP_IN_MEMORY, Pager
+from rabbitish.store.schema import CLEAN_STOP, RESTORE, StoreError
+from rabbitish.store.tables import decode_table
 
 log = logging.getLogger("rabbitish.store")
 
@@ -31,10 +37,30 @@ class RecoveryStats:
     messages: int = 0
     half_transactions: int = 0
     seconds: float = 0.0
+    # Whether the last stop was clean (schema.CLEAN_STOP); after any other, every recovered
+    # message comes back redelivered.
+    clean_stop: bool = False
+    # Half transactions none of whose messages came back: gone, as their transient messages are;
+    # the caller drops their rows once recovery is over (recovery itself writes nothing).
+    stale_half: list[tuple[str, str]] = field(default_factory=list)
 
 
-def _table(blob: bytes) -> dict:
-    return decode.field_table(blob)[1] if blob else {}
+UNRECOVERABLE = (
+    "run the rabbitish version that wrote this data dir, or restore it from a backup; "
+    "`rabbitish serve --data-dir DIR --check` verifies a data dir without serving"
+)
+
+
+@contextmanager
+def rebuilding(source: str, what: str) -> Iterator[None]:
+    """Any failure to rebuild one stored object becomes a one-line StoreError naming it."""
+    try:
+        yield
+    except StoreError:
+        raise
+    except Exception as err:  # a stored row recovery cannot turn back into an object
+        reason = str(err).splitlines()[0] if str(err) else type(err).__name__
+        raise StoreError(f"{source}: cannot recover {what} ({reason}); {UNRECOVERABLE}") from err
 
 
 def stored_message(
@@ -79,44 +105,69 @@ def recover(
     codec: PropertyCodec,
     pager: Pager,
     progress: Progress | None = None,
+    source: str = "data dir",
+) -> RecoveryStats:
+    """Rebuild everything `conn` holds into `node`; `source` names the database in errors."""
+    try:
+        return _recover(conn, node, codec, pager, progress, source)
+    except sqlite3.DatabaseError as err:
+        raise StoreError(f"{source}: damaged rabbitish database ({err}); {RESTORE}") from err
+
+
+def _recover(
+    conn: sqlite3.Connection,
+    node: Node,
+    codec: PropertyCodec,
+    pager: Pager,
+    progress: Progress | None,
+    source: str,
 ) -> RecoveryStats:
     started = time.perf_counter()
     stats = RecoveryStats()
-    recover_policies(conn, node)
+    clean = conn.execute("SELECT 1 FROM meta WHERE key = ?", (CLEAN_STOP,)).fetchone()
+    stats.clean_stop = clean is not None
+    recover_policies(conn, node, source)
     for vhost_name, name, type_, auto_delete, internal, args, arg_types in conn.execute(
         "SELECT vhost, name, type, auto_delete, internal, arguments, arg_types FROM exchanges"
     ):
-        vhost = node.add_vhost(vhost_name)
-        vhost.recover_exchange(
-            name,
-            type_,
-            auto_delete=bool(auto_delete),
-            internal=bool(internal),
-            arguments=_table(args),
-            arg_types=json.loads(arg_types),
-        )
+        with rebuilding(source, f"exchange '{name}' in vhost '{vhost_name}'"):
+            vhost = node.add_vhost(vhost_name)
+            vhost.recover_exchange(
+                name,
+                type_,
+                auto_delete=bool(auto_delete),
+                internal=bool(internal),
+                arguments=decode_table(args),
+                arg_types=json.loads(arg_types),
+            )
         stats.exchanges += 1
     for vhost_name, name, auto_delete, args, arg_types in conn.execute(
         "SELECT vhost, name, auto_delete, arguments, arg_types FROM queues"
     ):
-        vhost = node.add_vhost(vhost_name)
-        vhost.recover_queue(
-            name,
-            auto_delete=bool(auto_delete),
-            arguments=_table(args),
-            arg_types=json.loads(arg_types),
-        )
+        with rebuilding(source, f"queue '{name}' in vhost '{vhost_name}'"):
+            vhost = node.add_vhost(vhost_name)
+            vhost.recover_queue(
+                name,
+                auto_delete=bool(auto_delete),
+                arguments=decode_table(args),
+                arg_types=json.loads(arg_types),
+            )
         stats.queues += 1
-    for vhost_name, source, dest_kind, destination, routing_key, args in conn.execute(
+    for vhost_name, source_name, dest_kind, destination, routing_key, args in conn.execute(
         "SELECT vhost, source, dest_kind, destination, routing_key, arguments FROM bindings"
     ):
         vhost = node.vhosts.get(vhost_name)
         if vhost is None:
             continue
         target = (vhost.queues if dest_kind == "queue" else vhost.exchanges).get(destination)
-        if target is None or source not in vhost.exchanges:
+        if target is None or source_name not in vhost.exchanges:
             continue
-        vhost.bind(target, source, routing_key, _table(args))
+        what = (
+            f"binding of {dest_kind} '{destination}' to exchange '{source_name}' "
+            f"(routing key '{routing_key}') in vhost '{vhost_name}'"
+        )
+        with rebuilding(source, what):
+            vhost.bind(target, source_name, routing_key, decode_table(args))
         stats.bindings += 1
     total = conn.execute("SELECT count(*) FROM queue_messages").fetchone()[0]
     messages: dict[int, Message] = {}
@@ -158,9 +209,12 @@ def recover(
             continue
         message = messages.get(mid)
         if message is None:
-            message = stored_message(
-                mid, exchange, routing_key, props, b"", codec, priority, expiration_ms
-            )
+            with rebuilding(
+                source, f"message {mid} of queue '{queue_name}' in vhost '{vhost_name}'"
+            ):
+                message = stored_message(
+                    mid, exchange, routing_key, props, b"", codec, priority, expiration_ms
+                )
             message.size = size
             message.loader = pager.load
             message.page_out()
@@ -172,7 +226,7 @@ def recover(
             kept_bytes += size
         position += 1
         expires_mono = None if expires_at is None else now_mono + (expires_at - now_wall)
-        current.restore(seq, message, bool(delivered), expires_mono)
+        current.restore(seq, message, bool(delivered) or not stats.clean_stop, expires_mono)
         stats.messages += 1
         if progress is not None and stats.messages % 10000 == 0:
             progress(stats.messages, total)
@@ -180,7 +234,7 @@ def recover(
     for mid in wanted:
         pager.paged.pop(mid, None)
     bump_message_ids(max_id)
-    stats.half_transactions = recover_half(conn, node, codec)
+    stats.half_transactions = recover_half(conn, node, codec, stats.stale_half)
     for vhost in node.vhosts.values():
         for queue in vhost.queues.values():
             queue.restored()
@@ -188,26 +242,30 @@ def recover(
     return stats
 
 
-def recover_policies(conn: sqlite3.Connection, node: Node) -> None:
+def recover_policies(conn: sqlite3.Connection, node: Node, source: str) -> None:
     """Policies come back first, so each queue and exchange is recovered under its policy."""
     for vhost_name, name, operator, pattern, apply_to, priority, definition in conn.execute(
         "SELECT vhost, name, operator, pattern, apply_to, priority, definition FROM policies"
     ):
-        body = {
-            "pattern": pattern,
-            "apply-to": apply_to,
-            "priority": priority,
-            "definition": json.loads(definition),
-        }
-        policy = make_policy(vhost_name, name, body, bool(operator))
-        node.add_vhost(vhost_name).policies.restore(policy)
+        kind = "operator policy" if operator else "policy"
+        with rebuilding(source, f"{kind} '{name}' in vhost '{vhost_name}'"):
+            body = {
+                "pattern": pattern,
+                "apply-to": apply_to,
+                "priority": priority,
+                "definition": json.loads(definition),
+            }
+            policy = make_policy(vhost_name, name, body, bool(operator))
+            node.add_vhost(vhost_name).policies.restore(policy)
 
 
-def recover_half(conn: sqlite3.Connection, node: Node, codec: PropertyCodec) -> int:
+def recover_half(
+    conn: sqlite3.Connection, node: Node, codec: PropertyCodec, stale: list[tuple[str, str]]
+) -> int:
     """Undecided half transactions with their durable messages (bodies read now: they are
     few and must all be ready for a commit) and their check-back state, then the remembered
     decisions. A transaction none of whose messages came back is gone, as its transient
-    messages are; its row is dropped."""
+    messages are; it goes into `stale` for the caller to drop."""
     held: dict[tuple[str, str], list] = {}
     messages: dict[int, Message] = {}
     max_id = 0
@@ -248,7 +306,7 @@ def recover_half(conn: sqlite3.Connection, node: Node, codec: PropertyCodec) -> 
     for vhost_name, txn_id, created_at, check_queue, immunity, checks_sent, last_check in rows:
         entries = held.pop((vhost_name, txn_id), None)
         if not entries:
-            conn.execute("DELETE FROM half_txns WHERE vhost = ? AND id = ?", (vhost_name, txn_id))
+            stale.append((vhost_name, txn_id))
             continue
         node.vhosts[vhost_name].half.restore(
             txn_id, created_at, check_queue, immunity, checks_sent, last_check, entries

@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import os
 import sqlite3
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from urllib.parse import quote
 
@@ -108,6 +111,12 @@ CREATE TABLE policies (
 # meta key: the access tables got the defaults (default user and vhost) once (store/access.py)
 ACCESS_SEEDED = "access_seeded"
 
+# A meta row present only while the broker is stopped after a clean stop that wrote everything.
+# Without it (a crash, a kill -9, a failed disk) the next start cannot know which deliveries
+# reached the disk, so every recovered message comes back redelivered, as RabbitMQ does after an
+# unclean shutdown; the row is removed at start, before anything is served.
+CLEAN_STOP = "clean_stop"
+
 MOVE_AWAY = "move it away or pass another --data-dir"
 RESTORE = "restore it from a backup, or move it away to start an empty broker"
 
@@ -149,6 +158,43 @@ def open_database(path: Path, fsync: bool) -> sqlite3.Connection:
         conn.close()
         raise
     return conn
+
+
+@contextmanager
+def read_only_copy(path: Path) -> Iterator[sqlite3.Connection]:
+    """The validated database at `path` for reading only (`serve --check`): opened read-only,
+    or, when its schema is older, copied to a temporary file and migrated there, so the data
+    dir is never written."""
+    version = _validate(path)
+    try:
+        conn = sqlite3.connect(
+            _read_only_uri(path), uri=True, isolation_level=None, check_same_thread=False
+        )
+    except sqlite3.Error as err:
+        raise StoreError(f"{path}: cannot be opened ({_reason(err)}); {RESTORE}") from err
+    if version == SCHEMA_VERSION:
+        try:
+            yield conn
+        finally:
+            conn.close()
+        return
+    with tempfile.TemporaryDirectory(prefix="rabbitish-check-") as tmp:
+        copy = sqlite3.connect(Path(tmp) / DB_NAME, isolation_level=None, check_same_thread=False)
+        try:
+            conn.backup(copy)
+            conn.close()
+            migrate(copy, version)
+            yield copy
+        finally:
+            conn.close()
+            copy.close()
+
+
+def _read_only_uri(path: Path) -> str:
+    # Without a -wal file the main file is the whole database: `immutable` reads it without
+    # creating -wal / -shm files or taking locks. A -wal file (left by a crash) must be read too.
+    wal = Path(f"{path}-wal").exists()
+    return f"file:{quote(str(path.resolve()))}?mode=ro" + ("" if wal else "&immutable=1")
 
 
 def _check_dir(data_dir: Path) -> None:
@@ -200,12 +246,8 @@ def _validate(path: Path) -> int:
     """Check the raw header first (no SQLite involved), then the content read-only; returns the
     schema version."""
     _check_header(path)
-    # Without a -wal file the main file is the whole database: `immutable` reads it without
-    # creating -wal / -shm files or taking locks. A -wal file (left by a crash) must be read too.
-    wal = Path(f"{path}-wal").exists()
-    uri = f"file:{quote(str(path.resolve()))}?mode=ro" + ("" if wal else "&immutable=1")
     try:
-        conn = sqlite3.connect(uri, uri=True)
+        conn = sqlite3.connect(_read_only_uri(path), uri=True)
         try:
             return _check_content(conn, path)
         finally:

@@ -19,6 +19,7 @@ from pamqp.base import Frame as Method
 
 from tests.support.clients import blocking_connection as _pika
 from tests.support.raw_amqp import RawClient, method_frame, raw_frame
+from tests.support.raw_messages import longstr, shortstr, table
 
 BIG = os.urandom(5 * 1024 * 1024 + 17)
 
@@ -89,22 +90,9 @@ def decode_method_name(payload: bytes) -> str:
     return pframe.unmarshal(frame)[2].name
 
 
-def _shortstr(value: str) -> bytes:
-    data = value.encode()
-    return bytes([len(data)]) + data
-
-
-def _longstr(data: bytes) -> bytes:
-    return struct.pack(">I", len(data)) + data
-
-
-def _table(entries: list[tuple[str, bytes]]) -> bytes:
-    return _longstr(b"".join(_shortstr(k) + v for k, v in entries))
-
-
 # Every field type RabbitMQ knows, encoded the way pamqp would not encode it again (e.g. 'b',
 # 'u', 'i', 'f', 'l' for small numbers, 'x' bytes, 'V' void, nested tables and arrays).
-HEADER_TABLE = _table(
+HEADER_TABLE = table(
     [
         ("bool", b"t\x01"),
         ("i8", b"b\xfe"),
@@ -117,22 +105,22 @@ HEADER_TABLE = _table(
         ("f32", b"f" + struct.pack(">f", 1.5)),
         ("f64", b"d" + struct.pack(">d", 2.25)),
         ("dec", b"D\x02" + struct.pack(">i", 12345)),
-        ("str", b"S" + _longstr("h\u00e9llo".encode())),
-        ("bin", b"x" + _longstr(b"\x00\xff")),
+        ("str", b"S" + longstr("h\u00e9llo".encode())),
+        ("bin", b"x" + longstr(b"\x00\xff")),
         ("ts", b"T" + struct.pack(">Q", 1_700_000_000)),
         ("void", b"V"),
-        ("arr", b"A" + _longstr(b"I\x00\x00\x00\x01" + b"S" + _longstr(b"x") + b"V")),
-        ("tbl", b"F" + _table([("n", b"F" + _table([("d", b"D\x01\x00\x00\x00\x05")]))])),
+        ("arr", b"A" + longstr(b"I\x00\x00\x00\x01" + b"S" + longstr(b"x") + b"V")),
+        ("tbl", b"F" + table([("n", b"F" + table([("d", b"D\x01\x00\x00\x00\x05")]))])),
     ]
 )
 # content-type, headers, delivery-mode, timestamp, app-id
 RAW_PROPERTIES = (
     struct.pack(">H", 0x8000 | 0x2000 | 0x1000 | 0x0040 | 0x0008)
-    + _shortstr("application/x-test")
+    + shortstr("application/x-test")
     + HEADER_TABLE
     + b"\x02"
     + struct.pack(">Q", 42)
-    + _shortstr("raw")
+    + shortstr("raw")
 )
 
 

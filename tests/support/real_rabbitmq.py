@@ -218,6 +218,16 @@ class RealRabbit:
             os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
 
+    def kill(self) -> None:
+        """SIGKILL the node's process group (beam.smp included), as a crash would end it; the
+        data dir stays for a start."""
+        proc, self._proc = self._proc, None
+        if proc is None:
+            return
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+
     def restart(self) -> None:
         """Stop and start again on the same port/data dir (durability tests)."""
         self.stop()

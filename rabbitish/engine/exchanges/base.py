@@ -16,6 +16,8 @@ def freeze(value: Any) -> Any:
         return tuple(sorted((k, freeze(v)) for k, v in value.items()))
     if isinstance(value, list):
         return tuple(freeze(v) for v in value)
+    if isinstance(value, bytearray):
+        return bytes(value)  # a byte array argument (0-9-1 'x')
     return value
 
 

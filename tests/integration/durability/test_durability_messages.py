@@ -6,8 +6,6 @@ test_group_commit.py)."""
 from __future__ import annotations
 
 import random
-import struct
-from typing import Any
 
 import aio_pika
 from pamqp import commands
@@ -15,86 +13,8 @@ from pamqp import commands
 import rabbitish
 from rabbitish.testing import running_broker
 from tests.support.clients import pika_channel as channel
-from tests.support.raw_amqp import RawClient, raw_frame
-
-
-# ---------------------------------------------------------------------- messages
-def _shortstr(text: str) -> bytes:
-    raw = text.encode()
-    return bytes([len(raw)]) + raw
-
-
-def _longstr(raw: bytes) -> bytes:
-    return struct.pack(">I", len(raw)) + raw
-
-
-def _table(items: list[tuple[str, bytes]]) -> bytes:
-    return _longstr(b"".join(_shortstr(name) + value for name, value in items))
-
-
-HEADER_TABLE = _table(
-    [
-        ("str", b"S" + _longstr("héllo wörld".encode())),
-        ("i8", b"b" + struct.pack(">b", -5)),
-        ("i16", b"s" + struct.pack(">h", -300)),
-        ("i32", b"I" + struct.pack(">i", -70000)),
-        ("i64", b"l" + struct.pack(">q", 2**40 + 3)),
-        ("yes", b"t\x01"),
-        ("no", b"t\x00"),
-        ("f32", b"f" + struct.pack(">f", 1.5)),
-        ("f64", b"d" + struct.pack(">d", -2.25)),
-        ("dec", b"D\x02" + struct.pack(">i", 12345)),
-        ("when", b"T" + struct.pack(">Q", 1_700_000_000)),
-        ("nothing", b"V"),
-        ("blob", b"x" + _longstr(b"\x00\xff\x10")),
-        ("list", b"A" + _longstr(b"I" + struct.pack(">i", 7) + b"S" + _longstr(b"seven"))),
-        ("nested", b"F" + _table([("inner", b"S" + _longstr(b"deep")), ("n", b"b\x01")])),
-    ]
-)
-
-
-def _content_header(body_size: int) -> bytes:
-    """Every basic property set (bits 15..3), in wire order."""
-    props = (
-        _shortstr("application/x-test")
-        + _shortstr("identity")
-        + HEADER_TABLE
-        + b"\x02"  # delivery-mode: persistent
-        + b"\x07"  # priority
-        + _shortstr("corr-1")
-        + _shortstr("replies")
-        + _shortstr("600000")
-        + _shortstr("mid-1")
-        + struct.pack(">Q", 1_700_000_001)
-        + _shortstr("kind")
-        + _shortstr("guest")
-        + _shortstr("raw-test")
-    )
-    return struct.pack(">HHQH", 60, 0, body_size, 0xFFF8) + props
-
-
-def _raw_publish(client: RawClient, exchange: str, key: str, header: bytes, body: bytes) -> None:
-    client.send_method(1, commands.Basic.Publish(exchange=exchange, routing_key=key))
-    client.send(raw_frame(2, 1, header))
-    step = client.tune.frame_max - 8
-    for start in range(0, len(body), step):
-        client.send(raw_frame(3, 1, body[start : start + step]))
-    client.expect("Basic.Ack")
-
-
-def _raw_get(client: RawClient, queue: str) -> tuple[Any, bytes, bytes]:
-    """basic.get: the decoded get-ok, the raw content header payload, the whole body."""
-    client.send_method(1, commands.Basic.Get(queue=queue, no_ack=True))
-    method = client.expect("Basic.GetOk")
-    ftype, _, header = client.read_raw_frame()
-    assert ftype == 2, "expected a content header after basic.get-ok"
-    size = struct.unpack_from(">Q", header, 4)[0]
-    body = b""
-    while len(body) < size:
-        ftype, _, chunk = client.read_raw_frame()
-        assert ftype == 3
-        body += chunk
-    return method, header, body
+from tests.support.raw_amqp import RawClient
+from tests.support.raw_messages import content_header, raw_get, raw_publish
 
 
 def test_persistent_message_bytes_survive_exactly(data, uid):
@@ -102,7 +22,7 @@ def test_persistent_message_bytes_survive_exactly(data, uid):
     come back byte for byte, from a direct publish and from one message routed to two queues."""
     fan, single, copies = f"{uid}-fan", f"{uid}-single", (f"{uid}-c1", f"{uid}-c2")
     body = random.Random(3).randbytes(300_000)
-    header = _content_header(len(body))
+    header = content_header(len(body))
     with running_broker(data_dir=data) as broker, channel(broker.url) as ch:
         ch.exchange_declare(fan, "fanout", durable=True)
         for queue in (single, *copies):
@@ -113,14 +33,14 @@ def test_persistent_message_bytes_survive_exactly(data, uid):
             client.open_channel(1)
             client.send_method(1, commands.Confirm.Select())
             client.expect("Confirm.SelectOk")
-            _raw_publish(client, "", single, header, body)
-            _raw_publish(client, fan, "any", header, body)
+            raw_publish(client, "", single, header, body)
+            raw_publish(client, fan, "any", header, body)
 
     with running_broker(data_dir=data) as broker, RawClient(broker.url).open() as client:
         assert broker.recovery.messages == 3
         client.open_channel(1)
         for queue, exchange, key in ((single, "", single), *((q, fan, "any") for q in copies)):
-            method, got_header, got_body = _raw_get(client, queue)
+            method, got_header, got_body = raw_get(client, queue)
             assert (method.exchange, method.routing_key) == (exchange, key)
             assert method.redelivered is False
             assert got_header == header
