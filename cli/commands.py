@@ -16,10 +16,15 @@ import typer
 from rabbitish.cli import render
 from rabbitish.cli.client import DEFAULT_URL, REFUSED, ApiFailure, Client, CliError, segment
 from rabbitish.cli.serve import (
+    CONSUMER_TIMEOUT_HELP,
     DEFAULTS,
+    DISK_HELP,
     FSYNC_HELP,
     HALF_CHECK_INTERVAL_HELP,
     HALF_CHECK_MAX_HELP,
+    MAX_MESSAGE_HELP,
+    MEMORY_HELP,
+    PAGING_HELP,
 )
 from rich.console import Console
 
@@ -93,6 +98,11 @@ def serve(
         DEFAULTS.half_check_interval, help=HALF_CHECK_INTERVAL_HELP
     ),
     half_check_max: int = typer.Option(DEFAULTS.half_check_max, help=HALF_CHECK_MAX_HELP),
+    memory_high_watermark: str = typer.Option(DEFAULTS.memory_high_watermark, help=MEMORY_HELP),
+    memory_paging_ratio: float = typer.Option(DEFAULTS.memory_paging_ratio, help=PAGING_HELP),
+    disk_free_limit: str = typer.Option(DEFAULTS.disk_free_limit, help=DISK_HELP),
+    max_message_size: int = typer.Option(DEFAULTS.max_message_size, help=MAX_MESSAGE_HELP),
+    consumer_timeout: int = typer.Option(DEFAULTS.consumer_timeout, help=CONSUMER_TIMEOUT_HELP),
 ) -> None:
     """Run the broker in the foreground; Ctrl-C or SIGTERM stops it cleanly."""
     from rabbitish.cli.serve import run
@@ -105,6 +115,11 @@ def serve(
         management_port=management_port,
         half_check_interval=half_check_interval,
         half_check_max=half_check_max,
+        memory_high_watermark=memory_high_watermark,
+        memory_paging_ratio=memory_paging_ratio,
+        disk_free_limit=disk_free_limit,
+        max_message_size=max_message_size,
+        consumer_timeout=consumer_timeout,
     )
     raise typer.Exit(run(config))
 

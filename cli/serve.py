@@ -15,6 +15,14 @@ DEFAULTS = Config()
 FSYNC_HELP = "Sync each commit to disk (always) or leave it to the OS (never)."
 HALF_CHECK_INTERVAL_HELP = "Seconds between status checks of an undecided half transaction."
 HALF_CHECK_MAX_HELP = "Status checks sent before an undecided half transaction is rolled back."
+MEMORY_HELP = (
+    "Memory high watermark: a fraction of RAM (or of the cgroup limit), e.g. 0.4, or an absolute "
+    "size, e.g. 512MiB. Above it publishers are blocked."
+)
+PAGING_HELP = "Fraction of the watermark from which queues move message bodies to disk."
+DISK_HELP = "Free disk space (data dir) under which publishers are blocked, e.g. 50MB or 1GiB."
+MAX_MESSAGE_HELP = "Largest message body accepted, in bytes (at most 536870912)."
+CONSUMER_TIMEOUT_HELP = "Milliseconds a delivery may stay unacknowledged (0: no limit)."
 
 log = logging.getLogger("rabbitish")
 
@@ -41,6 +49,22 @@ def parser(prog: str = "rabbitish serve") -> argparse.ArgumentParser:
     p.add_argument(
         "--half-check-max", type=int, default=DEFAULTS.half_check_max, help=HALF_CHECK_MAX_HELP
     )
+    p.add_argument(
+        "--memory-high-watermark", default=DEFAULTS.memory_high_watermark, help=MEMORY_HELP
+    )
+    p.add_argument(
+        "--memory-paging-ratio", type=float, default=DEFAULTS.memory_paging_ratio, help=PAGING_HELP
+    )
+    p.add_argument("--disk-free-limit", default=DEFAULTS.disk_free_limit, help=DISK_HELP)
+    p.add_argument(
+        "--max-message-size", type=int, default=DEFAULTS.max_message_size, help=MAX_MESSAGE_HELP
+    )
+    p.add_argument(
+        "--consumer-timeout",
+        type=int,
+        default=DEFAULTS.consumer_timeout,
+        help=CONSUMER_TIMEOUT_HELP,
+    )
     return p
 
 
@@ -55,6 +79,11 @@ def main(argv: list[str], prog: str = "rabbitish serve") -> int:
             management_port=args.management_port,
             half_check_interval=args.half_check_interval,
             half_check_max=args.half_check_max,
+            memory_high_watermark=args.memory_high_watermark,
+            memory_paging_ratio=args.memory_paging_ratio,
+            disk_free_limit=args.disk_free_limit,
+            max_message_size=args.max_message_size,
+            consumer_timeout=args.consumer_timeout,
         )
     )
 
@@ -63,7 +92,27 @@ def run(config: Config) -> int:
     logging.basicConfig(
         level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(levelname)s %(message)s"
     )
+    problem = limits_problem(config)
+    if problem is not None:
+        log.error("cannot start: %s", problem)
+        return 2
     return asyncio.run(serve(config))
+
+
+def limits_problem(config: Config) -> str | None:
+    """What is wrong with the resource limit settings, None if nothing."""
+    from rabbitish.engine.resources import parse_size, parse_watermark
+
+    try:
+        parse_watermark(config.memory_high_watermark, 1)
+        parse_size(config.disk_free_limit)
+    except ValueError as err:
+        return str(err)
+    if config.memory_paging_ratio <= 0:
+        return "--memory-paging-ratio must be above 0"
+    if config.max_message_size < 0 or config.consumer_timeout < 0:
+        return "--max-message-size and --consumer-timeout must not be negative"
+    return None
 
 
 async def serve(config: Config) -> int:

@@ -1,6 +1,8 @@
 """Resource alarms, RabbitMQ's word for "stop taking publishes": while any alarm is raised, the
 front ends block publishing connections (0-9-1 connection.blocked and no more reads) and lift
-the block when the last alarm clears. The store raises one while its writes fail."""
+the block when the last alarm clears. The store raises one while its writes fail, the resource
+monitor (resources.py) one for memory above the high watermark and one for disk space below the
+free limit."""
 
 from __future__ import annotations
 
@@ -14,8 +16,9 @@ class Alarms:
 
     @property
     def reason(self) -> str | None:
-        """The reason a blocked client is told (the first alarm raised), None without alarms."""
-        return next(iter(self.active.values()), None)
+        """The reason a blocked client is told, None without alarms: every alarm's reason,
+        joined with " & " as RabbitMQ joins "low on memory & low on disk"."""
+        return " & ".join(self.active.values()) or None
 
     def listen(self, callback: Callable[[], None]) -> None:
         """Call `callback` after every change of the set of alarms."""

@@ -30,6 +30,7 @@ from rabbitish.engine.queue_args import (
     python_type_name,
     validate_queue_arguments,
 )
+from rabbitish.engine.resources import BodyStore
 from rabbitish.engine.routing import Router
 
 PREDECLARED = (
@@ -60,6 +61,10 @@ class VirtualHost(Router):
         # Direct reply-to: pseudo-queue name -> deliver function of the consuming channel.
         self.reply_to_targets: dict[str, Callable[[Message], None]] = {}
         self.publishes = 0  # publish calls so far: a front end tells a publishing connection by it
+        # Memory limits (engine/resources.py): where bodies go under memory pressure, and who
+        # hears of published bytes (the monitor samples memory after enough of them).
+        self.spill: BodyStore | None = None
+        self.on_published: Callable[[int], None] | None = None
         self.exchanges[""] = DefaultExchange(self.name, self.queues)
         for name_, type_ in PREDECLARED:
             self.exchanges[name_] = exchange_type(type_)(self.name, name_, durable=True)
