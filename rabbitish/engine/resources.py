@@ -24,8 +24,9 @@ log = logging.getLogger("rabbitish.resources")
 MEMORY_INTERVAL = 0.1  # seconds between RSS samples
 DISK_INTERVAL = 1.0  # seconds between free-space samples
 TRIM_INTERVAL = 2.0  # seconds between malloc_trim calls below the paging threshold
-TRIM_FLOOR = 64 * 1024 * 1024  # ...and only above this RSS
+TRIM_FLOOR = 32 * 1024 * 1024  # ...and only above this RSS
 SAMPLE_BYTES = 4 * 1024 * 1024  # published bytes that trigger a sample before the timer does
+MESSAGE_OVERHEAD = 512  # ...counting each message's own objects at about this much
 MEMORY_REASON = "low on memory"  # RabbitMQ's connection.blocked reasons
 DISK_REASON = "low on disk"
 
@@ -131,7 +132,7 @@ class ResourceMonitor:
 
     def published(self, size: int) -> None:
         """`size` bytes were just published: sample now if enough arrived since the last."""
-        self._published += size
+        self._published += size + MESSAGE_OVERHEAD
         if self._published >= SAMPLE_BYTES and self._running:
             self._check_memory()
 
