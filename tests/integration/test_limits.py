@@ -12,6 +12,7 @@ import time
 import pika
 import pika.exceptions
 import pytest
+from pamqp import commands
 from rabbitish.bridge.codec import UInt, encode, encode_frame
 from rabbitish.bridge.codec.definitions import Attach, Begin, Data, Target, Transfer
 
@@ -19,6 +20,8 @@ from rabbitish.server.amqp10 import Amqp10ServerProtocol
 from rabbitish.testing import running_broker
 from tests.support.amqp10 import Raw
 from tests.support.queues import ready
+from tests.support.raw_amqp import Closed, RawClient, content_header_frame, method_frame, raw_frame
+from tests.support.real_rabbitmq import RealRabbit, rabbitmq_available, real_rabbitmq
 from tests.support.waiting import wait_until
 
 HUGE = "1000000GB"  # more free disk than any machine here has
@@ -242,3 +245,46 @@ def test_transient_bodies_wait_on_disk_under_memory_pressure(uid):
         ch.queue_purge(uid)
         wait_until(lambda: broker.spill.disk_bytes == 0, timeout=10)  # the files went too
         conn.close()
+
+
+class _SmallMessagesRabbit(RealRabbit):
+    """A real RabbitMQ node with max_message_size = 1000."""
+
+    def _write_config(self) -> None:
+        super()._write_config()
+        conf = self.data_dir / "rabbitmq.conf"
+        conf.write_text(conf.read_text() + "max_message_size = 1000\n")
+
+
+def _refusal(url: str) -> Closed | None:
+    """Publish 1001 bytes raw (to an exchange that does not exist, to see which check comes
+    first); how the broker closes the channel, and whether the connection still works."""
+    with RawClient(url).open() as c:
+        c.open_channel(1)
+        c.send(
+            method_frame(1, commands.Basic.Publish(exchange="missing", routing_key="k"))
+            + content_header_frame(1, 1001)
+            + raw_frame(3, 1, b"x" * 1001)
+        )
+        closed = c.wait_closed()
+        c.open_channel(2)
+        return closed
+
+
+@pytest.mark.skipif(not rabbitmq_available(), reason="RabbitMQ is not installed")
+def test_the_max_size_refusal_is_rabbitmqs_frame_for_frame():
+    with running_broker(max_message_size=1000) as broker:
+        ours = _refusal(broker.url)
+    with real_rabbitmq(node_class=_SmallMessagesRabbit) as rabbit:
+        theirs = _refusal(rabbit.url)
+    assert (
+        ours
+        == theirs
+        == Closed(
+            1,
+            406,
+            "PRECONDITION_FAILED - message size 1001 is larger than configured max size 1000",
+            60,
+            40,
+        )
+    )
