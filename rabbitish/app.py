@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import replace
@@ -110,9 +111,10 @@ class Broker:
         assert self.node is not None
         config = self.config
         self.spill = spill = SpillStore(None if config.in_memory else f"{config.data_dir}/spill")
+        disk = tempfile.gettempdir() if config.in_memory else config.data_dir
         probes = Probes(
             sysinfo.rss_bytes,
-            lambda: sysinfo.disk_free_bytes(str(spill.dir)),
+            lambda: sysinfo.disk_free_bytes(disk),
             sysinfo.release_free_memory,
         )
         self.resources = monitor = ResourceMonitor(

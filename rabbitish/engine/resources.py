@@ -5,8 +5,8 @@ find, whatever allocated it, and reading it costs one small /proc read, where su
 engine's own objects would miss the allocator's and the interpreter's overheads. From
 `paging_ratio` of the watermark on, queues move message bodies to disk (`on_paging`); above the
 watermark the "memory" alarm blocks publishers. Free disk below `disk_limit` raises the "disk"
-alarm. Freed heap pages are handed back to the system (malloc_trim) on every sample above the
-paging threshold and at most every TRIM_INTERVAL otherwise, so RSS falls after a drain or purge."""
+alarm. Freed heap pages are handed back to the system (malloc_trim) before the alarm is raised
+and, less often, above the paging threshold or TRIM_FLOOR, so RSS falls after a drain or purge."""
 
 from __future__ import annotations
 
@@ -23,7 +23,9 @@ log = logging.getLogger("rabbitish.resources")
 
 MEMORY_INTERVAL = 0.1  # seconds between RSS samples
 DISK_INTERVAL = 1.0  # seconds between free-space samples
-TRIM_INTERVAL = 2.0  # seconds between malloc_trim calls below the paging threshold
+TRIM_INTERVAL = 2.0  # seconds between malloc_trim calls below the paging threshold,
+TRIM_INTERVAL_PAGING = 1.0  # ...above it,
+TRIM_INTERVAL_ALARM = 0.2  # ...and above the watermark (a trim may lift the alarm)
 TRIM_FLOOR = 32 * 1024 * 1024  # ...and only above this RSS
 SAMPLE_BYTES = 4 * 1024 * 1024  # published bytes that trigger a sample before the timer does
 MESSAGE_OVERHEAD = 512  # ...counting each message's own objects at about this much
@@ -148,10 +150,13 @@ class ResourceMonitor:
         self._published = 0
         rss = self.probes.rss()
         now = self.scheduler.now()
-        if rss >= self.paging_threshold or (
-            rss >= TRIM_FLOOR and now - self._last_trim >= TRIM_INTERVAL
+        since_trim = now - self._last_trim
+        if (
+            (rss > self.memory_limit and since_trim >= TRIM_INTERVAL_ALARM)
+            or (rss >= self.paging_threshold and since_trim >= TRIM_INTERVAL_PAGING)
+            or (rss >= TRIM_FLOOR and since_trim >= TRIM_INTERVAL)
         ):
-            self.probes.release_free_memory()
+            self.probes.release_free_memory()  # a trim costs ~10 ms on a 300 MiB heap
             self._last_trim = now
             rss = self.probes.rss()
         self.rss = rss

@@ -6,9 +6,9 @@ bodies already waiting in queues go too. This covers what the journal's pager (p
 transient messages, and messages on transient queues, which have no copy in the database.
 
 Segments are plain files under the data dir's `spill` directory (a temporary directory for
-:memory:), emptied at start. Each segment holds a weak set of the messages whose bodies it
-keeps: once none is alive, or all were read back, the segment file is deleted (the one being
-written is cut back to nothing), so a drained or purged queue gives its disk space back."""
+:memory:), made when first needed and removed at start and at stop. Each segment holds a weak
+set of the messages whose bodies it keeps: once none is alive or unread, the segment file is
+deleted, so a drained or purged queue gives its disk space back."""
 
 from __future__ import annotations
 
@@ -41,17 +41,26 @@ class _Segment:
 
 class SpillStore:
     def __init__(self, directory: str | None) -> None:
-        """`directory`: where segment files go; None for a private temporary directory."""
-        self._owned = directory is None
-        self.dir = Path(directory or tempfile.mkdtemp(prefix="rabbitish-spill-"))
-        if not self._owned:
-            shutil.rmtree(self.dir, ignore_errors=True)  # nothing there outlives a restart
-            self.dir.mkdir(parents=True, exist_ok=True)
+        """`directory`: where segment files go (made when first needed, removed at close);
+        None for a private temporary directory."""
+        self._requested = directory
+        if directory is not None:
+            shutil.rmtree(directory, ignore_errors=True)  # nothing there outlives a restart
+        self.dir: Path | None = None
         self.paging = False  # set by the resource monitor
         self._segments: list[_Segment] = []
         self._next = 0
         self.paged_out = 0  # bodies written so far (figures for docs and tests)
         self.read_back = 0
+
+    def _directory(self) -> Path:
+        if self.dir is None:
+            if self._requested is None:
+                self.dir = Path(tempfile.mkdtemp(prefix="rabbitish-spill-"))
+            else:
+                self.dir = Path(self._requested)
+                self.dir.mkdir(parents=True, exist_ok=True)
+        return self.dir
 
     @property
     def disk_bytes(self) -> int:
@@ -64,7 +73,7 @@ class SpillStore:
             return
         segment = self._segments[-1] if self._segments else None
         if segment is None or segment.size >= SEGMENT_BYTES:
-            segment = _Segment(self.dir / f"{self._next:08d}.seg")
+            segment = _Segment(self._directory() / f"{self._next:08d}.seg")
             self._next += 1
             self._segments.append(segment)
         offset = segment.size
@@ -116,5 +125,6 @@ class SpillStore:
         for segment in self._segments:
             segment.close()
         self._segments = []
-        if self._owned:
+        if self.dir is not None:
             shutil.rmtree(self.dir, ignore_errors=True)
+            self.dir = None
