@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+RESOURCES = ("disk", "memory")  # the alarms RabbitMQ has (engine/resources.py raises them)
+
 
 class Alarms:
     def __init__(self) -> None:
@@ -16,9 +18,13 @@ class Alarms:
 
     @property
     def reason(self) -> str | None:
-        """The reason a blocked client is told, None without alarms: every alarm's reason,
-        joined with " & " as RabbitMQ joins "low on memory & low on disk"."""
-        return " & ".join(self.active.values()) or None
+        """The reason a blocked client is told, None without alarms. The memory and disk alarms
+        read as RabbitMQ words them, in its order: "low on memory", "low on disk & memory"; a
+        store alarm's own reason follows."""
+        resources = sorted(source for source in self.active if source in RESOURCES)
+        parts = [f"low on {' & '.join(resources)}"] if resources else []
+        parts += [reason for source, reason in self.active.items() if source not in RESOURCES]
+        return " & ".join(parts) or None
 
     def listen(self, callback: Callable[[], None]) -> None:
         """Call `callback` after every change of the set of alarms."""

@@ -3,10 +3,12 @@ RabbitMQ's 406; a delivery left unacknowledged past consumer_timeout closes its 
 RabbitMQ's 406 and goes back to its queue; the disk and memory alarms block 0-9-1 publishers
 (connection.blocked with RabbitMQ's reason) and AMQP 1.0 senders (their transfers go unread)
 and release them when they clear; under memory pressure transient bodies wait on disk and come
-back intact."""
+back intact. The max-size refusal and the reason given for both alarms at once are compared
+with a real RabbitMQ."""
 
 from __future__ import annotations
 
+import subprocess
 import time
 
 import pika
@@ -21,10 +23,16 @@ from rabbitish.testing import running_broker
 from tests.support.amqp10 import Raw
 from tests.support.queues import ready
 from tests.support.raw_amqp import Closed, RawClient, content_header_frame, method_frame, raw_frame
-from tests.support.real_rabbitmq import RealRabbit, rabbitmq_available, real_rabbitmq
+from tests.support.real_rabbitmq import (
+    RABBITMQ_SERVER,
+    RealRabbit,
+    rabbitmq_available,
+    real_rabbitmq,
+)
 from tests.support.waiting import wait_until
 
 HUGE = "1000000GB"  # more free disk than any machine here has
+RABBITMQCTL = RABBITMQ_SERVER.parent / "rabbitmqctl"
 
 
 def _connect(url: str) -> pika.BlockingConnection:
@@ -288,3 +296,30 @@ def test_the_max_size_refusal_is_rabbitmqs_frame_for_frame():
             40,
         )
     )
+
+
+def _blocked_reason(url: str) -> str:
+    """Publish once under the alarms and return the connection.blocked reason. The connection
+    is left as it is: a blocked broker would not read its close."""
+    conn = _connect(url)
+    events = _watch_blocking(conn)
+    conn.channel().basic_publish("", "nowhere", b"a")
+    _pump_until(conn, lambda: events)
+    return events[0]
+
+
+@pytest.mark.skipif(not rabbitmq_available(), reason="RabbitMQ is not installed")
+def test_both_alarms_give_rabbitmqs_reason():
+    with running_broker(disk_free_limit=HUGE, memory_high_watermark="1MiB") as broker:
+        wait_until(lambda: len(broker.node.alarms.active) == 2)
+        ours = _blocked_reason(broker.url)
+    with real_rabbitmq() as rabbit:
+        for args in (("set_disk_free_limit", HUGE), ("set_vm_memory_high_watermark", "0.00001")):
+            subprocess.run(
+                [str(RABBITMQCTL), "-n", rabbit.nodename, *args],
+                env=rabbit._env(),
+                check=True,
+                capture_output=True,
+            )
+        theirs = _blocked_reason(rabbit.url)
+    assert ours == theirs == "blocked:low on disk & memory"

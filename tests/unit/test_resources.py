@@ -52,8 +52,12 @@ def test_alarm_reasons_are_joined_as_rabbitmq_joins_them():
     alarms = Alarms()
     assert alarms.reason is None
     alarms.raise_alarm("memory", "low on memory")
+    assert alarms.reason == "low on memory"
     alarms.raise_alarm("disk", "low on disk")
-    assert alarms.reason == "low on memory & low on disk"
+    assert alarms.reason == "low on disk & memory"  # RabbitMQ 3.10.8's words, in its order
+    alarms.clear("memory")
+    alarms.raise_alarm("store", "store write failed (disk I/O error)")
+    assert alarms.reason == "low on disk & store write failed (disk I/O error)"
 
 
 def test_the_refusal_texts_are_rabbitmqs():
