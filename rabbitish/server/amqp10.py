@@ -3,7 +3,7 @@ it, its output is written once per loop turn, and the idle time-outs are kept bo
 empty frame goes out whenever we were silent for half the peer's idle-time-out, and a peer
 silent for our whole idle-time-out is closed with amqp:resource-limit-exceeded. Under a resource
 alarm a connection that sent a transfer is read no more until the alarms clear
-(socket_protocol.py), as RabbitMQ's 1.0 plugin blocks its readers."""
+(socket_protocol.py), as 0-9-1 publishers are."""
 
 from __future__ import annotations
 

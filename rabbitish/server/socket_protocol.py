@@ -8,7 +8,8 @@ Under a resource alarm (engine/alarms.py: memory, disk, store writes failing) a 
 publishes is blocked as RabbitMQ blocks it: after the read that carried the publish, nothing more
 is read until the last alarm clears. Connections that only consume keep reading, so their acks
 still free the queues. A 0-9-1 connection also tells its client (connection.blocked); an AMQP 1.0
-sender just sees its transfers go unread, as with RabbitMQ's 1.0 plugin."""
+sender just sees its transfers go unread, so its window and credit run out (RabbitMQ 4's native
+1.0 stops granting credit; 3.10's 1.0 plugin was not blocked at all)."""
 
 from __future__ import annotations
 
