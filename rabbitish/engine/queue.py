@@ -89,11 +89,6 @@ class Queue:
         return self.exclusive_owner is not None
 
     # ------------------------------------------------------------------ publish side
-    def may_spill(self, message: Message) -> bool:
-        """Under memory pressure, may the message's body go to the spill files? Not when it
-        is persistent on a durable queue: the journal writes it and its pager drops it."""
-        return not (self.durable and message.persistent)
-
     def enqueue(self, message: Message) -> bool:
         """Add a published message. False when x-overflow reject-publish refuses it, or when
         the store, failing to write, holds as much unwritten work as it may (`refusing`)."""
@@ -110,15 +105,13 @@ class Queue:
         self.ready.append(entry)
         if not self.durable:
             message.pinned = True  # only durable queues' messages can be read back from disk
-        spill = self.vhost.spill
-        if (
-            spill is not None
-            and spill.paging
-            and len(self.ready) > SPILL_AFTER
-            and self.may_spill(message)
-        ):
-            spill.page_out(message)  # memory pressure: the body waits on disk
         self.vhost.journal.message_enqueued(self, entry)
+        spill = self.vhost.spill
+        if spill is not None and spill.paging and len(self.ready) > SPILL_AFTER:
+            # Memory pressure: the body waits on disk (after the journal took its copy).
+            # Persistent messages on durable queues too: the journal's pager drops theirs only
+            # past its per-queue limits.
+            spill.page_out(message)
         self.stats["published"] += 1
         # A consumer ready to take the message gets it whatever its TTL (even 0) and whatever
         # the length limit (even 0), as in RabbitMQ; only messages left waiting can expire or

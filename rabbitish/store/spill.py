@@ -2,13 +2,16 @@
 past its paging threshold (engine/resources.py), queues hand the bodies of messages arriving
 behind a backlog to this store, which appends them to segment files and drops them from memory;
 a body comes back (one pread) when a consumer reaches its message. When pressure begins, the
-bodies already waiting in queues go too. This covers what the journal's pager (pager.py) cannot:
-transient messages, and messages on transient queues, which have no copy in the database.
+bodies already waiting in queues go too. This covers what the journal's pager (pager.py) does
+not: transient messages and messages on transient queues, which have no copy in the database,
+and persistent messages on durable queues shorter than the pager's limits (their bodies are
+then written twice, once here, while memory is short).
 
 Segments are plain files under the data dir's `spill` directory (a temporary directory for
 :memory:), made when first needed and removed at start and at stop. Each segment holds a weak
-set of the messages whose bodies it keeps: once none is alive or unread, the segment file is
-deleted, so a drained or purged queue gives its disk space back."""
+set of the messages whose bodies it keeps (read back or not, so a body paged out again is not
+written again): once none is alive, the segment file is deleted, so a drained or purged queue
+gives its disk space back."""
 
 from __future__ import annotations
 
@@ -71,6 +74,10 @@ class SpillStore:
         body = message.body_if_in_memory
         if body is None:
             return
+        loader = message.loader
+        if isinstance(loader, functools.partial) and loader.func == self._load:
+            message.drop_body(loader)  # read back since, but its copy here is still good
+            return
         segment = self._segments[-1] if self._segments else None
         if segment is None or segment.size >= SEGMENT_BYTES:
             segment = _Segment(self._directory() / f"{self._next:08d}.seg")
@@ -93,7 +100,6 @@ class SpillStore:
             if not more:
                 raise LookupError(f"message {message.id}: spilled body cut short")
             body += more
-        segment.live.discard(message)
         self.read_back += 1
         return body
 
@@ -105,7 +111,7 @@ class SpillStore:
             if len(queue.ready) <= KEEP_READY:
                 continue
             for position, entry in enumerate(queue.ready):
-                if position >= KEEP_READY and queue.may_spill(entry.message):
+                if position >= KEEP_READY:
                     self.page_out(entry.message)
         return self.paged_out - before
 

@@ -323,3 +323,47 @@ def test_both_alarms_give_rabbitmqs_reason():
             )
         theirs = _blocked_reason(rabbit.url)
     assert ours == theirs == "blocked:low on disk & memory"
+
+
+def test_persistent_bodies_on_short_durable_queues_leave_memory_under_pressure(tmp_path, uid):
+    """The journal's pager drops bodies only past its per-queue limits (1000 messages,
+    page_out_bytes); under memory pressure the bodies behind a short queue's head go too."""
+    with running_broker(
+        data_dir=str(tmp_path / "data"),
+        memory_high_watermark="1024GiB",
+        memory_paging_ratio=1e-9,
+    ) as broker:
+        wait_until(lambda: broker.resources.paging)
+        conn = _connect(broker.url)
+        ch = conn.channel()
+        ch.confirm_delivery()
+        ch.queue_declare(uid, durable=True)
+        bodies = [bytes([i]) * 20_000 for i in range(200)]
+        for body in bodies:
+            ch.basic_publish("", uid, body, pika.BasicProperties(delivery_mode=2))
+        queue = broker.node.vhosts["/"].queues[uid]
+        in_memory = sum(entry.message.in_memory for entry in queue.ready)
+        assert in_memory <= 64
+        got = [ch.basic_get(uid, auto_ack=True)[2] for _ in bodies]
+        assert got == bodies
+        conn.close()
+
+
+def test_a_body_routed_to_many_queues_is_spilled_once(uid):
+    with running_broker(memory_high_watermark="1024GiB", memory_paging_ratio=1e-9) as broker:
+        wait_until(lambda: broker.resources.paging)
+        conn = _connect(broker.url)
+        ch = conn.channel()
+        ch.confirm_delivery()
+        ch.exchange_declare(uid, "fanout")
+        for n in range(3):
+            ch.queue_declare(f"{uid}-{n}")
+            ch.queue_bind(f"{uid}-{n}", uid)
+        for i in range(100):
+            ch.basic_publish(uid, "", bytes([i]) * 1000)
+        assert broker.spill.paged_out == 100 - 64
+        assert broker.spill.disk_bytes == (100 - 64) * 1000
+        for n in range(3):
+            got = [ch.basic_get(f"{uid}-{n}", auto_ack=True)[2] for _ in range(100)]
+            assert got == [bytes([i]) * 1000 for i in range(100)]
+        conn.close()
