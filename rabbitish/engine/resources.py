@@ -28,6 +28,7 @@ TRIM_INTERVAL_PAGING = 1.0  # ...above it,
 TRIM_INTERVAL_ALARM = 0.2  # ...and above the watermark (a trim may lift the alarm)
 TRIM_FLOOR = 32 * 1024 * 1024  # ...and only above this RSS
 SAMPLE_BYTES = 4 * 1024 * 1024  # published bytes that trigger a sample before the timer does
+PAGING_HYSTERESIS = 0.9  # paging stops below this share of the threshold
 MESSAGE_OVERHEAD = 512  # ...counting each message's own objects at about this much
 MEMORY_REASON = "low on memory"  # RabbitMQ's connection.blocked reasons
 DISK_REASON = "low on disk"
@@ -160,7 +161,9 @@ class ResourceMonitor:
             self._last_trim = now
             rss = self.probes.rss()
         self.rss = rss
-        paging = rss >= self.paging_threshold
+        # Paging stops a little below where it starts, so RSS hovering at the threshold does
+        # not walk every queue (on_paging) at each sample.
+        paging = rss >= self.paging_threshold * (PAGING_HYSTERESIS if self.paging else 1)
         if paging != self.paging:
             self.paging = paging
             self.on_paging(paging)

@@ -105,6 +105,9 @@ def test_the_monitor_pages_then_alarms_then_clears():
     monitor.sample_memory()
     assert alarms.active == {"memory": "low on memory"}
 
+    readings.rss = 48 * MiB  # just under the threshold: paging goes on a little longer
+    monitor.sample_memory()
+    assert paging == [True] and not alarms.active
     readings.rss = 40 * MiB
     monitor.sample_memory()
     assert paging == [True, False] and not alarms.active
