@@ -21,11 +21,16 @@ from rabbitish.cli.output import print_json as _print_json
 from rabbitish.cli.output import run as _run
 from rabbitish.cli.serve import (
     CHECK_HELP,
+    CONSUMER_TIMEOUT_HELP,
     DEFAULTS,
     DEFINITIONS_HELP,
+    DISK_HELP,
     FSYNC_HELP,
     HALF_CHECK_INTERVAL_HELP,
     HALF_CHECK_MAX_HELP,
+    MAX_MESSAGE_HELP,
+    MEMORY_HELP,
+    PAGING_HELP,
     PROMETHEUS_PORT_HELP,
 )
 
@@ -85,6 +90,11 @@ def serve(
         LoginFrom, typer.Option(help=serve_help.LOGIN_FROM_HELP)
     ] = LoginFrom[DEFAULTS.ssl_cert_login_from],
     check: bool = typer.Option(False, "--check", help=CHECK_HELP),
+    memory_high_watermark: str = typer.Option(DEFAULTS.memory_high_watermark, help=MEMORY_HELP),
+    memory_paging_ratio: float = typer.Option(DEFAULTS.memory_paging_ratio, help=PAGING_HELP),
+    disk_free_limit: str = typer.Option(DEFAULTS.disk_free_limit, help=DISK_HELP),
+    max_message_size: int = typer.Option(DEFAULTS.max_message_size, help=MAX_MESSAGE_HELP),
+    consumer_timeout: int = typer.Option(DEFAULTS.consumer_timeout, help=CONSUMER_TIMEOUT_HELP),
 ) -> None:
     """Run the broker in the foreground; Ctrl-C or SIGTERM stops it cleanly."""
     from rabbitish.cli.serve import check as check_data_dir
@@ -112,6 +122,11 @@ def serve(
             allow_remote_guest,
             ssl_cert_login_from.value,
         ),
+        memory_high_watermark=memory_high_watermark,
+        memory_paging_ratio=memory_paging_ratio,
+        disk_free_limit=disk_free_limit,
+        max_message_size=max_message_size,
+        consumer_timeout=consumer_timeout,
     )
     raise typer.Exit(run(config))
 

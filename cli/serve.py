@@ -33,6 +33,14 @@ CHECK_HELP = (
     "Verify the data dir instead of serving: validate it and run the whole recovery without "
     "writing to it, print a summary and exit 0, or print why it cannot be loaded and exit 2."
 )
+MEMORY_HELP = (
+    "Memory high watermark: a fraction of RAM (or of the cgroup limit), e.g. 0.4, or an absolute "
+    "size, e.g. 512MiB. Above it publishers are blocked."
+)
+PAGING_HELP = "Fraction of the watermark from which queues move message bodies to disk."
+DISK_HELP = "Free disk space (data dir) under which publishers are blocked, e.g. 50MB or 1GiB."
+MAX_MESSAGE_HELP = "Largest message body accepted, in bytes (at most 536870912)."
+CONSUMER_TIMEOUT_HELP = "Milliseconds a delivery may stay unacknowledged (0: no limit)."
 
 log = logging.getLogger("rabbitish")
 
@@ -80,6 +88,22 @@ def parser(prog: str = "rabbitish serve") -> argparse.ArgumentParser:
     )
     p.add_argument("--allow-remote-guest", action="store_true", help=ALLOW_REMOTE_GUEST_HELP)
     p.add_argument("--check", action="store_true", help=CHECK_HELP)
+    p.add_argument(
+        "--memory-high-watermark", default=DEFAULTS.memory_high_watermark, help=MEMORY_HELP
+    )
+    p.add_argument(
+        "--memory-paging-ratio", type=float, default=DEFAULTS.memory_paging_ratio, help=PAGING_HELP
+    )
+    p.add_argument("--disk-free-limit", default=DEFAULTS.disk_free_limit, help=DISK_HELP)
+    p.add_argument(
+        "--max-message-size", type=int, default=DEFAULTS.max_message_size, help=MAX_MESSAGE_HELP
+    )
+    p.add_argument(
+        "--consumer-timeout",
+        type=int,
+        default=DEFAULTS.consumer_timeout,
+        help=CONSUMER_TIMEOUT_HELP,
+    )
     return p
 
 
@@ -108,6 +132,11 @@ def main(argv: list[str], prog: str = "rabbitish serve") -> int:
                 args.allow_remote_guest,
                 args.ssl_cert_login_from,
             ),
+            memory_high_watermark=args.memory_high_watermark,
+            memory_paging_ratio=args.memory_paging_ratio,
+            disk_free_limit=args.disk_free_limit,
+            max_message_size=args.max_message_size,
+            consumer_timeout=args.consumer_timeout,
         )
     )
 
@@ -170,7 +199,27 @@ def run(config: Config) -> int:
     logging.basicConfig(
         level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(levelname)s %(message)s"
     )
+    problem = limits_problem(config)
+    if problem is not None:
+        log.error("cannot start: %s", problem)
+        return 2
     return asyncio.run(serve(config))
+
+
+def limits_problem(config: Config) -> str | None:
+    """What is wrong with the resource limit settings, None if nothing."""
+    from rabbitish.engine.resources import parse_size, parse_watermark
+
+    try:
+        parse_watermark(config.memory_high_watermark, 1)
+        parse_size(config.disk_free_limit)
+    except ValueError as err:
+        return str(err)
+    if config.memory_paging_ratio <= 0:
+        return "--memory-paging-ratio must be above 0"
+    if config.max_message_size < 0 or config.consumer_timeout < 0:
+        return "--max-message-size and --consumer-timeout must not be negative"
+    return None
 
 
 async def serve(config: Config) -> int:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import ssl
+import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import replace
@@ -51,6 +52,8 @@ class Broker:
         self.recovery: Any = None
         self.management: Any = None  # the management API server when it runs
         self.management_port: int | None = None
+        self.resources: Any = None  # engine.resources.ResourceMonitor once started
+        self.spill: Any = None  # store.spill.SpillStore once started
 
     @property
     def url(self) -> str:
@@ -89,6 +92,7 @@ class Broker:
                 self.config.store_backlog_limit,
                 self.config.page_out_bytes,
             )
+        self._start_limits()
         if self.config.definitions:
             from rabbitish.management.definitions import load_file
 
@@ -148,6 +152,45 @@ class Broker:
         )
         self.tls_port = self._tls_server.sockets[0].getsockname()[1]
 
+    def _start_limits(self) -> None:
+        """The memory watermark and disk free limit (engine/resources.py), with the spill files
+        that take message bodies under memory pressure (store/spill.py)."""
+        from rabbitish import sysinfo
+        from rabbitish.engine.resources import Probes, ResourceMonitor, parse_size, parse_watermark
+        from rabbitish.store.spill import SpillStore
+
+        assert self.node is not None
+        config = self.config
+        self.spill = spill = SpillStore(None if config.in_memory else f"{config.data_dir}/spill")
+        disk = tempfile.gettempdir() if config.in_memory else config.data_dir
+        probes = Probes(
+            sysinfo.rss_bytes,
+            lambda: sysinfo.disk_free_bytes(disk),
+            sysinfo.release_free_memory,
+        )
+        self.resources = monitor = ResourceMonitor(
+            self.node.alarms,
+            self.node.scheduler,
+            probes,
+            parse_watermark(config.memory_high_watermark, sysinfo.total_memory_bytes()),
+            config.memory_paging_ratio,
+            parse_size(config.disk_free_limit),
+        )
+        monitor.on_paging = self._paging_changed
+        monitor.after_sample = spill.collect
+        self.node.use_limits(spill, monitor.published)
+        monitor.start()
+
+    def _paging_changed(self, paging: bool) -> None:
+        """Memory passed the paging threshold (or fell back): bodies waiting in queues go to
+        the spill files from now on (or stay in memory again)."""
+        assert self.node is not None
+        self.spill.paging = paging
+        if paging:
+            queues = [q for vhost in self.node.vhosts.values() for q in vhost.queues.values()]
+            moved = self.spill.page_out_queues(queues)
+            log.info("memory above the paging threshold: %d message bodies moved to disk", moved)
+
     def _alarms_changed(self) -> None:
         """Tell every connection; front ends that block publishers act on it."""
         for proto in list(self._connections):
@@ -190,9 +233,15 @@ class Broker:
             if server is not None:
                 await server.wait_closed()
         self._server = self._tls_server = None
+        if self.resources is not None:
+            self.resources.stop()
+            self.resources = None
         if self.journal is not None:
             await self.journal.close()
             self.journal = None
+        if self.spill is not None:
+            self.spill.close()
+            self.spill = None
 
     async def __aenter__(self) -> Broker:
         await self.start()

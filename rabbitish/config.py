@@ -62,6 +62,19 @@ class Config:
     page_out_bytes: int = 16 * 1024 * 1024
     # A definitions file (RabbitMQ's JSON) applied at every start, after recovery.
     definitions: str | None = None
+    # Resource limits (docs/operations.md "Resource limits"). The memory high watermark: a
+    # fraction of the machine's (or cgroup's) memory ("0.4", RabbitMQ's
+    # vm_memory_high_watermark.relative) or an absolute size ("512MiB"); RSS above it blocks
+    # publishers, and from `memory_paging_ratio` of it on, queues write message bodies to disk.
+    memory_high_watermark: str = "0.4"
+    memory_paging_ratio: float = 0.5
+    # Free disk space under which publishers are blocked (RabbitMQ's disk_free_limit, 50 MB).
+    disk_free_limit: str = "50MB"
+    # Largest message body accepted (RabbitMQ's max_message_size; at most 512 MiB).
+    max_message_size: int = 134217728
+    # Milliseconds a delivery may stay unacknowledged before its channel is closed (RabbitMQ's
+    # consumer_timeout; 0: never).
+    consumer_timeout: int = 1_800_000
 
     @property
     def in_memory(self) -> bool:

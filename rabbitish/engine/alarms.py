@@ -1,10 +1,14 @@
 """Resource alarms, RabbitMQ's word for "stop taking publishes": while any alarm is raised, the
 front ends block publishing connections (0-9-1 connection.blocked and no more reads) and lift
-the block when the last alarm clears. The store raises one while its writes fail."""
+the block when the last alarm clears. The store raises one while its writes fail, the resource
+monitor (resources.py) one for memory above the high watermark and one for disk space below the
+free limit."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
+
+RESOURCES = ("disk", "memory")  # the alarms RabbitMQ has (engine/resources.py raises them)
 
 
 class Alarms:
@@ -14,8 +18,13 @@ class Alarms:
 
     @property
     def reason(self) -> str | None:
-        """The reason a blocked client is told (the first alarm raised), None without alarms."""
-        return next(iter(self.active.values()), None)
+        """The reason a blocked client is told, None without alarms. The memory and disk alarms
+        read as RabbitMQ words them, in its order: "low on memory", "low on disk & memory"; a
+        store alarm's own reason follows."""
+        resources = sorted(source for source in self.active if source in RESOURCES)
+        parts = [f"low on {' & '.join(resources)}"] if resources else []
+        parts += [reason for source, reason in self.active.items() if source not in RESOURCES]
+        return " & ".join(parts) or None
 
     def listen(self, callback: Callable[[], None]) -> None:
         """Call `callback` after every change of the set of alarms."""

@@ -30,7 +30,7 @@ class Delivery:
     """One message handed out of one queue. `consumer` is None for a get; `tag` is the front
     end's own id for it (0-9-1 delivery tag, 1.0 delivery id)."""
 
-    __slots__ = ("consumer", "entry", "queue", "settled", "tag")
+    __slots__ = ("consumer", "delivered_at", "entry", "queue", "settled", "tag")
 
     def __init__(self, queue: Queue, entry: QueueEntry, consumer: Consumer | None) -> None:
         self.queue = queue
@@ -38,6 +38,7 @@ class Delivery:
         self.consumer = consumer
         self.settled = False
         self.tag = 0
+        self.delivered_at = queue.scheduler.now()  # for the acknowledgement timeout
 
     @property
     def delivery_count(self) -> int:

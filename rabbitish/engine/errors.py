@@ -100,6 +100,15 @@ def precondition_failed(text: str) -> ChannelError:
     return ChannelError(PRECONDITION_FAILED, text)
 
 
+MAX_MESSAGE_SIZE = 536_870_912  # RabbitMQ's ?MAX_MSG_SIZE: no configured limit goes above it
+
+
+def message_too_large(size: int, limit: int) -> ChannelError:
+    """A body above max_message_size, in RabbitMQ's words (which name the hard limit apart)."""
+    which = "max size" if limit == MAX_MESSAGE_SIZE else "configured max size"
+    return precondition_failed(f"message size {size} is larger than {which} {limit}")
+
+
 def access_refused(text: str) -> ChannelError:
     return ChannelError(ACCESS_REFUSED, text)
 

@@ -171,6 +171,16 @@ class Message:
     def in_memory(self) -> bool:
         return self._body is not None
 
+    @property
+    def body_if_in_memory(self) -> bytes | None:
+        return self._body
+
+    def drop_body(self, loader: Callable[[Message], bytes]) -> None:
+        """The body was written elsewhere (spilled under memory pressure): forget it here and
+        read it back through `loader`, whichever queues hold the message."""
+        self.loader = loader
+        self._body = None
+
     def page_in(self, body: bytes) -> None:
         if self._body is None:
             self._body = body

@@ -12,6 +12,7 @@ from rabbitish.engine.clock import Scheduler
 from rabbitish.engine.half import HalfSettings, HalfView
 from rabbitish.engine.journal import Journal, NullJournal
 from rabbitish.engine.message import PropertyCodec
+from rabbitish.engine.resources import BodyStore
 from rabbitish.engine.sessions import FrontEndConnection
 from rabbitish.engine.transactions import TransactionRegistry
 from rabbitish.engine.vhost import VirtualHost
@@ -75,7 +76,9 @@ class Node:
         self.churn = dict.fromkeys(CHURN_NAMES, 0)
         self.connections: set[FrontEndConnection] = ConnectionSet(self.churn)
         self.transactions = TransactionRegistry()
-        self.alarms = Alarms()  # raised while publishers must wait (store writes failing)
+        self.alarms = Alarms()  # raised while publishers must wait (engine/alarms.py)
+        self.spill: BodyStore | None = None  # where bodies go under memory pressure
+        self.on_published: Callable[[int], None] | None = None
 
     def vhost(self, name: str) -> VirtualHost | None:
         return self.vhosts.get(name)
@@ -85,6 +88,8 @@ class Node:
             self.vhosts[name] = VirtualHost(
                 name, self.scheduler, self.journal, half_settings=self.half_settings
             )
+            self.vhosts[name].spill = self.spill
+            self.vhosts[name].on_published = self.on_published
             for listener in self.vhost_listeners:
                 listener(name, self.vhosts[name])
         return self.vhosts[name]
@@ -105,6 +110,13 @@ class Node:
             for listener in self.vhost_listeners:
                 listener(name, None)
         return vhost
+
+    def use_limits(self, spill: BodyStore, on_published: Callable[[int], None]) -> None:
+        """Memory limits (engine/resources.py): bodies go to `spill` under pressure, and
+        `on_published` hears the size of every message published."""
+        self.spill, self.on_published = spill, on_published
+        for vhost in self.vhosts.values():
+            vhost.spill, vhost.on_published = spill, on_published
 
     def use_journal(self, journal: Journal) -> None:
         """From now on durable changes go to `journal` (set after recovery)."""

@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from rabbitish.engine.vhost import VirtualHost
 
 
+SPILL_AFTER = 64  # ready messages kept in memory per queue under memory pressure
 STAT_NAMES = (
     "published",
     "delivered",
@@ -144,6 +145,12 @@ class Queue:
         if not self.durable:
             message.pinned = True  # only durable queues' messages can be read back from disk
         self.vhost.journal.message_enqueued(self, entry)
+        spill = self.vhost.spill
+        if spill is not None and spill.paging and len(self.ready) > SPILL_AFTER:
+            # Memory pressure: the body waits on disk (after the journal took its copy).
+            # Persistent messages on durable queues too: the journal's pager drops theirs only
+            # past its per-queue limits.
+            spill.page_out(message)
         self.stats["published"] += 1
         # A consumer ready to take the message gets it whatever its TTL (even 0) and whatever
         # the length limit (even 0), as in RabbitMQ; only messages left waiting can expire or

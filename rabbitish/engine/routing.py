@@ -42,6 +42,7 @@ class Router:
     # Direct reply-to: pseudo-queue name -> deliver function of the consuming channel.
     reply_to_targets: dict[str, Callable[[Message], None]]
     publishes: int
+    on_published: Callable[[int], None] | None
 
     def rs(self, kind: str, name: str) -> str:
         raise NotImplementedError
@@ -61,6 +62,8 @@ class Router:
         a mandatory return then happens at commit. A half message (x-half-txn) is routed, then
         held invisible; a publish to amq.rabbitish.txn decides one (engine/half.py)."""
         self.publishes += 1
+        if self.on_published is not None:
+            self.on_published(message.size)
         if isinstance(exchange, str):
             exchange = self.publish_exchange(exchange)
         exchange.published_in += 1

@@ -32,6 +32,7 @@ from rabbitish.engine.queue_args import (
     python_type_name,
     validate_queue_arguments,
 )
+from rabbitish.engine.resources import BodyStore
 from rabbitish.engine.routing import Router
 
 PREDECLARED = (
@@ -67,6 +68,10 @@ class VirtualHost(Router):
         # Counters of deleted queues, so node-wide totals (metrics) never go down.
         self.deleted_queue_stats = dict.fromkeys(STAT_NAMES, 0)
         self.churn = {"queue_declared": 0, "queue_created": 0, "queue_deleted": 0}
+        # Memory limits (engine/resources.py): where bodies go under memory pressure, and who
+        # hears of published bytes (the monitor samples memory after enough of them).
+        self.spill: BodyStore | None = None
+        self.on_published: Callable[[int], None] | None = None
         self.exchanges[""] = DefaultExchange(self.name, self.queues)
         for name_, type_ in PREDECLARED:
             self.exchanges[name_] = exchange_type(type_)(self.name, name_, durable=True)

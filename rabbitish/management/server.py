@@ -283,9 +283,9 @@ class ManagementServer:
 
     # ------------------------------------------------------------------ handler factories
     def _alarm_check(self, where: str) -> Handler:
-        """RabbitMQ's alarm health checks: 200 ok, or 503 with the alarms in effect. A store
-        whose writes fail raises rabbitish's one alarm, reported as RabbitMQ reports a disk
-        alarm, with the store's reason beside it."""
+        """RabbitMQ's alarm health checks: 200 ok, or 503 with the alarms in effect: memory,
+        disk, and a store whose writes fail, reported as RabbitMQ reports a disk alarm, each
+        with its reason beside it."""
         alarms = self.api.node.alarms
 
         async def handler(request: web.Request) -> web.StreamResponse:
@@ -295,8 +295,9 @@ class ManagementServer:
                 "status": "failed",
                 "reason": f"resource alarm(s) {where}",
                 "alarms": [
-                    {"node": NODE, "resource": "disk", "reason": reason}
-                    for reason in alarms.active.values()
+                    {"node": NODE, "resource": "memory" if source == "memory" else "disk"}
+                    | {"reason": reason}
+                    for source, reason in alarms.active.items()
                 ],
             }
             return _json(body, status=503)

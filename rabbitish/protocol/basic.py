@@ -251,6 +251,7 @@ def basic_get(ch: Channel, method: commands.Basic.Get, payload: bytes) -> None:
     if not method.no_ack:
         delivery.tag = tag
         ch.unacked[tag] = delivery
+        ch.ack_timeout.watch()
     message = delivery.entry.message
     ch.send_content(
         outgoing.get_ok(

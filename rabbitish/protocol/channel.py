@@ -17,12 +17,14 @@ from rabbitish.engine.errors import (
     AMQPError,
     ConnectionError_,
     command_invalid,
+    message_too_large,
     syntax_error,
     unexpected_frame,
 )
 from rabbitish.engine.sessions import SessionView
 from rabbitish.engine.transactions import Transaction
 from rabbitish.protocol import outgoing
+from rabbitish.protocol.ack_timeout import AckTimeout
 from rabbitish.protocol.framing import (
     Chunk,
     decode_content_header,
@@ -108,6 +110,7 @@ class Channel:
         self.dispatching = False  # inside a method handler
         self.after_reply: list[tuple[Channel, bytes]] = []
         self.stats = dict.fromkeys(CHANNEL_STATS, 0)
+        self.ack_timeout = AckTimeout(self, conn.config.consumer_timeout)
 
     # ------------------------------------------------------------------ state
     def _advance(self, event: ChannelEvent) -> None:
@@ -214,6 +217,14 @@ class Channel:
             raise unexpected_frame(
                 f"expected content header for class 60, got one for class {class_id} instead"
             ).at(*_PUBLISH)
+        limit = self.conn.max_message_size
+        if body_size > limit:
+            # RabbitMQ refuses it once the whole body is in; the body frames still to come
+            # are dropped by the closing channel instead of being gathered first.
+            self._content_handler, self._content_fields = None, ()
+            self._advance(_CONTENT_DONE)
+            self.close_with_error(message_too_large(body_size, limit).at(*_PUBLISH))
+            return
         self._body_size = body_size
         self._raw_properties = raw
         if body_size == 0:
@@ -270,6 +281,7 @@ class Channel:
         staged transaction work, direct reply-to registration."""
         if self.closed or self.closing:
             return
+        self.ack_timeout.cancel()
         for consumer in list(self.consumers.values()):
             consumer.queue.remove_consumer(consumer)
         self.consumers.clear()
@@ -349,6 +361,7 @@ class Channel:
         if not delivery.settled:
             delivery.tag = tag
             self.unacked[tag] = delivery
+            self.ack_timeout.watch()
             if self.global_prefetch:
                 self.global_volume += 1
         entry = delivery.entry

@@ -22,7 +22,7 @@ from pamqp.base import Frame as Method
 
 from rabbitish.config import Config
 from rabbitish.engine.auth import Authorize, Peer, may_log_in_from
-from rabbitish.engine.errors import AMQPError, ConnectionError_, frame_error
+from rabbitish.engine.errors import MAX_MESSAGE_SIZE, AMQPError, ConnectionError_, frame_error
 from rabbitish.engine.node import Node
 from rabbitish.engine.sessions import BufferedOutput, ConnectionView
 from rabbitish.engine.vhost import VirtualHost
@@ -134,6 +134,8 @@ class Connection(BufferedOutput):
         self.frame_max = config.frame_max
         self.channel_max = config.channel_max
         self.heartbeat = config.heartbeat
+        # Larger bodies are refused (406); as RabbitMQ, never above its hard limit of 512 MiB.
+        self.max_message_size = min(config.max_message_size, MAX_MESSAGE_SIZE)
         self.channels: dict[int, Channel] = {}
         self.vhost: VirtualHost | None = None
         self.user: str | None = None

@@ -1,7 +1,9 @@
 """Moves bytes between a socket and a sans-IO AMQP 1.0 connection (rabbitish.bridge): reads feed
 it, its output is written once per loop turn, and the idle time-outs are kept both ways: an
 empty frame goes out whenever we were silent for half the peer's idle-time-out, and a peer
-silent for our whole idle-time-out is closed with amqp:resource-limit-exceeded."""
+silent for our whole idle-time-out is closed with amqp:resource-limit-exceeded. Under a resource
+alarm a connection that sent a transfer is read no more until the alarms clear
+(socket_protocol.py), as 0-9-1 publishers are."""
 
 from __future__ import annotations
 
@@ -38,7 +40,7 @@ class Amqp10ServerProtocol(SocketProtocol):
         self.recv_oct += len(data)
         conn = self.conn
         assert conn is not None
-        conn.receive(data)
+        self._receive(conn, data)
         self._after_input(conn)
 
     def _after_input(self, conn: Connection10) -> None:
@@ -84,7 +86,7 @@ class Amqp10ServerProtocol(SocketProtocol):
         conn = self.conn
         if conn is None or self._closed:
             return
-        if self._reads == self._read_at_check:
+        if self._reads == self._read_at_check and not self._blocked:  # blocked: we stopped reading
             log.warning("AMQP 1.0 client %s idle for %s ms", conn.peer, conn.idle_timeout_ms)
             conn._error("amqp:resource-limit-exceeded", "local-idle-timeout expired")
             self._flush()

@@ -7,11 +7,9 @@ nothing else was sent, and a peer silent for two consecutive heartbeat periods i
 connection.close the peer gets heartbeat seconds (at most 30) to answer close-ok; after a frame
 error it gets 3 s to hang up on its own.
 
-Under a resource alarm (engine/alarms.py: store writes failing) a connection that publishes is
-blocked as RabbitMQ blocks it: after the read that carried the publish, no more reads, and
-connection.blocked with the reason if the client announced the `connection.blocked` capability;
-connection.unblocked and reads again when the last alarm clears. Connections that only consume
-keep reading, so their acks still free the queues. Missed heartbeats do not count while
+Under a resource alarm a connection that publishes is blocked (socket_protocol.py); if the client
+announced the `connection.blocked` capability it gets connection.blocked with the reason, and
+connection.unblocked when the last alarm clears. Missed heartbeats do not count while
 blocked (RabbitMQ pauses its heartbeat monitor the same way)."""
 
 from __future__ import annotations
@@ -46,7 +44,6 @@ class AmqpServerProtocol(SocketProtocol):
         self._open = False
         self._sent_at_check = self._read_at_check = self._silent_periods = 0
         self._discard_input = False
-        self._blocked = False  # reads paused under an alarm
         self._blocked_sent = False  # ...and the client was told with connection.blocked
 
     # ------------------------------------------------------------------ asyncio callbacks
@@ -67,38 +64,20 @@ class AmqpServerProtocol(SocketProtocol):
             return
         conn = self.conn
         assert conn is not None
-        vhost = conn.vhost
-        if vhost is None or not self.node.alarms.active:
-            conn.receive(data)
-        else:
-            before = vhost.publishes
-            conn.receive(data)
-            if vhost.publishes != before:
-                self._block(conn)
+        self._receive(conn, data)
         self._after_input(conn)
 
     # ------------------------------------------------------------------ alarms
-    def alarms_changed(self) -> None:
-        """The node's alarms changed: lift the block once none is left."""
-        conn = self.conn
-        if self._blocked and not self.node.alarms.active and conn is not None:
-            self._blocked = False
-            if self._blocked_sent:
-                self._blocked_sent = False
-                conn.send_method(0, commands.Connection.Unblocked())
-                self._flush()
-            if self.transport is not None and not self._closed:
-                self.transport.resume_reading()
-
-    def _block(self, conn: Connection) -> None:
-        """A publish arrived under an alarm: read nothing more until the alarms clear."""
-        if self._blocked or self._closed or self.transport is None:
-            return
-        self._blocked = True
-        self.transport.pause_reading()
+    def _blocked_now(self, conn: Connection) -> None:
         if conn.capabilities.get("connection.blocked") and conn.state is _OPEN:
             conn.send_method(0, commands.Connection.Blocked(self.node.alarms.reason or ""))
             self._blocked_sent = True
+
+    def _unblocked(self, conn: Connection) -> None:
+        if self._blocked_sent:
+            self._blocked_sent = False
+            conn.send_method(0, commands.Connection.Unblocked())
+            self._flush()
 
     def _after_input(self, conn: Connection) -> None:
         self._flush()

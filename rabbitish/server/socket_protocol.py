@@ -1,7 +1,15 @@
 """What every front end's asyncio protocol does the same way: hold the sans-IO connection,
 write its output once per loop turn, pass back-pressure both ways (the transport's pause/resume,
-consumers held back while output piles up), keep named timers, and release everything when the
-socket goes. Subclasses add their protocol's handshake and heartbeat rules."""
+consumers held back while output piles up), keep named timers, block publishers under a resource
+alarm, and release everything when the socket goes. Subclasses add their protocol's handshake and
+heartbeat rules.
+
+Under a resource alarm (engine/alarms.py: memory, disk, store writes failing) a connection that
+publishes is blocked as RabbitMQ blocks it: after the read that carried the publish, nothing more
+is read until the last alarm clears. Connections that only consume keep reading, so their acks
+still free the queues. A 0-9-1 connection also tells its client (connection.blocked); an AMQP 1.0
+sender just sees its transfers go unread, so its window and credit run out (RabbitMQ 4's native
+1.0 stops granting credit; 3.10's 1.0 plugin was not blocked at all)."""
 
 from __future__ import annotations
 
@@ -46,6 +54,7 @@ class SocketProtocol(asyncio.Protocol):
         self.connected_at = int(time.time() * 1000)
         self._timers: dict[str, asyncio.TimerHandle] = {}
         self._closed = False
+        self._blocked = False  # reads paused under an alarm
 
     def _adopt(
         self,
@@ -86,6 +95,41 @@ class SocketProtocol(asyncio.Protocol):
             self.conn.paused = False
             self.conn.output_drained()
             self._flush()
+
+    # ------------------------------------------------------------------ alarms
+    def _receive(self, conn: Any, data: bytes) -> None:
+        """Feed `data` to the connection; under an alarm, block it if it published."""
+        vhost = conn.vhost
+        if vhost is None or not self.node.alarms.active:
+            conn.receive(data)
+            return
+        before = vhost.publishes
+        conn.receive(data)
+        if vhost.publishes != before:
+            self._block(conn)
+
+    def alarms_changed(self) -> None:
+        """The node's alarms changed: lift the block once none is left."""
+        conn = self.conn
+        if self._blocked and not self.node.alarms.active and conn is not None:
+            self._blocked = False
+            self._unblocked(conn)
+            if self.transport is not None and not self._closed:
+                self.transport.resume_reading()
+
+    def _block(self, conn: Any) -> None:
+        """A publish arrived under an alarm: read nothing more until the alarms clear."""
+        if self._blocked or self._closed or self.transport is None:
+            return
+        self._blocked = True
+        self.transport.pause_reading()
+        self._blocked_now(conn)
+
+    def _blocked_now(self, conn: Any) -> None:
+        """Tell the client it is blocked, if its protocol has a way."""
+
+    def _unblocked(self, conn: Any) -> None:
+        """Tell the client the block is lifted, if it was told of it."""
 
     # ------------------------------------------------------------------ output
     def _schedule_flush(self) -> None:
