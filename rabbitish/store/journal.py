@@ -126,6 +126,10 @@ class SqliteJournal:
         db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
         db.execute("PRAGMA journal_mode=WAL")
         db.execute(f"PRAGMA synchronous={'FULL' if self.fsync else 'OFF'}")
+        # Debian's SQLite zeroes every freed page by default: a consumed 64 KiB message would
+        # cost 64 KiB more of WAL and checkpoint writes. FAST zeroes only where it costs no
+        # extra I/O (the freed cells; freed overflow pages go to the freelist as they are).
+        db.execute("PRAGMA secure_delete=FAST")
         return db
 
     async def close(self) -> None:
