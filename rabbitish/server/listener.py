@@ -24,6 +24,7 @@ from rabbitish.server.connection import AmqpServerProtocol
 log = logging.getLogger("rabbitish.connection")
 
 HEADER_SIZE = 8
+READ_SIZE = 64 * 1024  # bytes per socket read at most: allocated from the heap, not mmap
 AMQP_0_9_1 = PROTOCOL_HEADER
 AMQP_0_9 = PROTOCOL_HEADER_0_9  # RabbitMQ speaks 0-9-1 to it
 AMQP_1_0 = b"AMQP\x00\x01\x00\x00"
@@ -90,6 +91,10 @@ class HeaderSniffer(asyncio.Protocol):
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         assert isinstance(transport, asyncio.Transport)
+        if getattr(transport, "max_size", 0) > READ_SIZE:
+            # asyncio's selector transport reads into a new bytes of max_size (256 KiB): above
+            # glibc's mmap threshold, so every read was an mmap, an mremap and a munmap.
+            transport.max_size = READ_SIZE  # type: ignore[attr-defined]
         self.transport = transport
         self.registry.add(self)
         self._deadline = self.loop.time() + self.config.handshake_timeout
