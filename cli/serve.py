@@ -7,8 +7,10 @@ import argparse
 import asyncio
 import gc
 import logging
+import os
 import signal
 import sys
+from collections.abc import Callable
 
 from rabbitish.config import FSYNC_MODES, Config
 
@@ -75,7 +77,20 @@ def run(config: Config) -> int:
     logging.basicConfig(
         level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(levelname)s %(message)s"
     )
-    return asyncio.run(serve(config))
+    with asyncio.Runner(loop_factory=event_loop_factory()) as runner:
+        return runner.run(serve(config))
+
+
+def event_loop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:
+    """uvloop's event loop when it is installed (`pip install rabbitish[speed]`), else asyncio's
+    own; RABBITISH_EVENT_LOOP=asyncio picks asyncio's even then."""
+    if os.environ.get("RABBITISH_EVENT_LOOP", "auto") == "asyncio":
+        return None
+    try:
+        import uvloop
+    except ImportError:
+        return None
+    return uvloop.new_event_loop
 
 
 async def serve(config: Config) -> int:

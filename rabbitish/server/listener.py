@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Mapping
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 from rabbitish.config import Config
 from rabbitish.engine.node import Node
@@ -90,7 +90,7 @@ class HeaderSniffer(asyncio.Protocol):
         self._timer: asyncio.TimerHandle | None = None
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
+        transport = cast(asyncio.Transport, transport)  # uvloop's is not an asyncio.Transport
         if getattr(transport, "max_size", 0) > READ_SIZE:
             # asyncio's selector transport reads into a new bytes of max_size (256 KiB): above
             # glibc's mmap threshold, so every read was an mmap, an mremap and a munmap.
