@@ -3,9 +3,10 @@
 The engine's changes arrive as small records in order. Message records (enqueue, remove, mark
 delivered) are the hot path: a run of them between two other records is folded per queue row
 before anything is written, so a message enqueued and removed within one batch is never
-written, a message routed to several queues is written once, and each kind of change is one
-`executemany`. Every other record (wiring, half messages) is rare and is written in order, after
-the run before it, so the folding never reorders changes that depend on each other."""
+written, a message routed to several queues is written once, and each kind of change is a few
+statements whatever the batch size. Every other record (wiring, half messages) is rare and is
+written in order, after the run before it, so the folding never reorders changes that depend on
+each other."""
 
 from __future__ import annotations
 
