@@ -16,6 +16,7 @@ from rabbitish.config import FSYNC_MODES, Config
 
 DEFAULTS = Config()
 GC_THRESHOLD = 10_000  # net new objects between young collections (CPython: 700)
+READ_BUFFER_HINT = 1024 * 1024  # a block larger than asyncio's 256 KiB read (see settle_memory)
 FSYNC_HELP = "Sync each commit to disk (always) or leave it to the OS (never)."
 HALF_CHECK_INTERVAL_HELP = "Seconds between status checks of an undecided half transaction."
 HALF_CHECK_MAX_HELP = "Status checks sent before an undecided half transaction is rolled back."
@@ -63,7 +64,7 @@ def main(argv: list[str], prog: str = "rabbitish serve") -> int:
     )
 
 
-def settle_gc() -> None:
+def settle_memory() -> None:
     """Once started: the objects start-up made (modules, recovered wiring and messages) move to
     the permanent generation, so later collections no longer walk them, and a young collection
     runs after GC_THRESHOLD net new objects instead of 700, so a burst of queued messages pauses
@@ -71,6 +72,11 @@ def settle_gc() -> None:
     gc.collect()
     gc.freeze()
     gc.set_threshold(GC_THRESHOLD, *gc.get_threshold()[1:])
+    # asyncio reads a socket into a new 256 KiB bytes, over glibc malloc's initial 128 KiB mmap
+    # threshold: each read was an mmap, an mremap and a munmap. Freeing one larger mmapped
+    # block raises glibc's threshold past it, so reads come from the heap from then on.
+    block = bytearray(READ_BUFFER_HINT)
+    del block
 
 
 def run(config: Config) -> int:
@@ -112,7 +118,7 @@ async def serve(config: Config) -> int:
     management = ""
     if broker.management_port:
         management = f"; management API on http://{config.host}:{broker.management_port}"
-    settle_gc()
+    settle_memory()
     log.info(
         "rabbitish accepting AMQP 0-9-1 connections on %s:%s (data: %s)%s",
         config.host,

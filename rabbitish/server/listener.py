@@ -24,7 +24,6 @@ from rabbitish.server.connection import AmqpServerProtocol
 log = logging.getLogger("rabbitish.connection")
 
 HEADER_SIZE = 8
-READ_SIZE = 64 * 1024  # bytes per socket read at most: allocated from the heap, not mmap
 AMQP_0_9_1 = PROTOCOL_HEADER
 AMQP_0_9 = PROTOCOL_HEADER_0_9  # RabbitMQ speaks 0-9-1 to it
 AMQP_1_0 = b"AMQP\x00\x01\x00\x00"
@@ -90,12 +89,7 @@ class HeaderSniffer(asyncio.Protocol):
         self._timer: asyncio.TimerHandle | None = None
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        transport = cast(asyncio.Transport, transport)  # uvloop's is not an asyncio.Transport
-        if getattr(transport, "max_size", 0) > READ_SIZE:
-            # asyncio's selector transport reads into a new bytes of max_size (256 KiB): above
-            # glibc's mmap threshold, so every read was an mmap, an mremap and a munmap.
-            transport.max_size = READ_SIZE  # type: ignore[attr-defined]
-        self.transport = transport
+        self.transport = cast(asyncio.Transport, transport)  # uvloop's is not an asyncio's
         self.registry.add(self)
         self._deadline = self.loop.time() + self.config.handshake_timeout
         self._timer = self.loop.call_later(self.config.handshake_timeout, self._timed_out)
