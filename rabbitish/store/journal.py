@@ -1,13 +1,14 @@
 """The single writer. The engine's durable changes become typed records (ops.py) queued in order
 on the event loop; at the next loop turn everything queued is written as one SQLite transaction
-on the journal's own connection: a small batch right there on the loop thread (a commit of a
-few messages costs little more than its sync, and two thread wake-ups per round trip cost more
-than that on a busy machine), a large one by the writer thread, so the loop goes on reading and
-routing meanwhile. While a batch is being written the next one gathers, so concurrent commits
-and confirms from many channels share one transaction and one sync (group commit). With fsync
-the database runs synchronous=FULL, so the COMMIT returns once the batch is on disk; without it,
-synchronous=OFF. After each batch the waiters it covers are woken and the pager drops the bodies
-of long queues' messages just written (pager.py reads them back, on the event loop thread).
+on the journal's own connection: a small batch someone waits for right there on the loop thread
+(a commit of a few messages costs little more than its sync, and two thread wake-ups per round
+trip cost more than that on a busy machine), a large one or one nobody waits for by the writer
+thread, so the loop goes on reading, routing and delivering meanwhile. While a batch is being
+written the next one gathers, so concurrent commits and confirms from many channels share one
+transaction and one sync (group commit). With fsync the database runs synchronous=FULL, so the
+COMMIT returns once the batch is on disk; without it, synchronous=OFF. After each batch the
+waiters it covers are woken and the pager drops the bodies of long queues' messages just
+written (pager.py reads them back, on the event loop thread).
 
 A batch that cannot be written (disk full, I/O error) is rolled back and kept: its waiters are
 told at once (confirms are nacked, commits fail), the reason is logged, and the writer tries it
@@ -185,11 +186,12 @@ class SqliteJournal:
 
     def _submit(self) -> None:
         """Write everything pending, unless a batch is being written (then it goes when that
-        one is done: that is the group commit). A small batch is written right here on the
-        event loop thread: a commit of a few messages costs little more than its sync, and
-        handing it over would add two thread wake-ups to each commit's round trip, which on a
-        busy machine cost more than the sync. A large one goes to the writer thread, so the
-        loop keeps reading and routing meanwhile."""
+        one is done: that is the group commit). A small batch that someone waits for (a
+        commit-ok, a confirm) is written right here on the event loop thread: a commit of a few
+        messages costs little more than its sync, and handing it over would add two thread
+        wake-ups to each commit's round trip, which on a busy machine cost more than the sync.
+        A large one, or one nobody waits for (acks, delivered marks of a streaming consumer),
+        goes to the writer thread, so the loop keeps reading and delivering meanwhile."""
         if self._busy or not self._ops:
             return
         batch, self._ops = self._ops, []
@@ -197,7 +199,7 @@ class SqliteJournal:
         self._new_bytes = 0
         candidates, self._page_candidates = self._page_candidates, []
         self._busy = True
-        if len(batch) > INLINE_OPS or self._batch_bytes > INLINE_BYTES:
+        if not self._waiters or len(batch) > INLINE_OPS or self._batch_bytes > INLINE_BYTES:
             self._inbox.put((batch, self.position, candidates))
             return
         upto = self.position
