@@ -97,7 +97,7 @@ class SqliteJournal:
         self._thread = threading.Thread(
             target=self._run_writer, name="rabbitish-journal", daemon=True
         )
-        self._busy = False  # a batch is with the writer thread
+        self._busy = False  # a batch is being written (inline or by the writer thread)
         self._kicked = False  # a _kick is scheduled for this loop turn
         self._retry: asyncio.TimerHandle | None = None  # the pause after a failed write
         self._idle: asyncio.Future[None] | None = None  # close() waits on it
@@ -113,8 +113,8 @@ class SqliteJournal:
         self.refusing = False
         # Called with the reason when writes start failing and with None when one succeeds.
         self.on_failure: Callable[[str | None], None] | None = None
-        # Test hook, run on the writer thread before each batch: raising there fails the batch
-        # the way a full disk would.
+        # Test hook, run before each batch (on whichever thread writes it): raising there fails
+        # the batch the way a full disk would.
         self.before_write: Callable[[], None] | None = None
 
     # ------------------------------------------------------------------ lifecycle
@@ -263,7 +263,8 @@ class SqliteJournal:
         self._submit()
 
     def _write(self, batch: list[ops.Op]) -> set[int]:
-        """On the writer thread: the whole batch in one call and one SQLite transaction."""
+        """The whole batch in one call and one SQLite transaction (on the writer thread, or on
+        the loop thread for a small batch)."""
         if self.before_write is not None:
             self.before_write()
         assert self._db is not None
