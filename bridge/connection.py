@@ -158,10 +158,10 @@ class Connection10(BufferedOutput):
         for session in held:
             session.flush()
 
-    def take_output(self) -> bytes:
+    def take_parts(self) -> list[Any]:
         if self._held:
             self._release()  # accepts batched by sessions go out with this output
-        return super().take_output()
+        return super().take_parts()
 
     def resume_consumers(self) -> None:
         for session in list(self.sessions.values()):

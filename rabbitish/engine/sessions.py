@@ -103,11 +103,16 @@ class BufferedOutput:
         self.paused = False  # the transport asked us to stop writing
         self.consumers_starved = False  # a consumer was held back because output piled up
 
-    def take_output(self) -> bytes:
-        data = b"".join(self._out)
-        self._out.clear()
+    def take_parts(self) -> list[Any]:
+        """The frames written since the last take, as the pieces they were written in: the
+        I/O layer hands them to the transport's writelines, which sends them without first
+        joining them into one more copy where it can (Python 3.12+, uvloop)."""
+        parts, self._out = self._out, []
         self.out_size = 0
-        return data
+        return parts
+
+    def take_output(self) -> bytes:
+        return b"".join(self.take_parts())
 
     @property
     def output_blocked(self) -> bool:

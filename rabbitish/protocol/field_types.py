@@ -66,20 +66,36 @@ def value_end(buf: bytes, pos: int) -> int:
     return pos + 5 + _u32.unpack_from(buf, pos + 1)[0]
 
 
-def check_table(buf: bytes, pos: int, end: int) -> None:
+def check_table(buf: bytes, pos: int, end: int, decodable: bool = False) -> None:
     """Walk a field table's entries between pos and end: every key and value must lie inside,
-    nested tables and arrays too. Raises ValueError otherwise."""
+    nested tables and arrays too. Raises ValueError otherwise. With `decodable`, also refuse
+    what pamqp could not decode later (a key that is not UTF-8, a 'U' value, a timestamp past
+    year 9999), without decoding the rest: the publish path checks headers this way."""
     while pos < end:
-        pos += 1 + buf[pos]
+        start = pos + 1
+        pos = start + buf[pos]
         if pos >= end:
             raise ValueError("table entry runs past the end")
-        pos = _check_value(buf, pos, end)
+        if decodable:
+            buf[start:pos].decode()
+        pos = _check_value(buf, pos, end, decodable)
 
 
-def _check_value(buf: bytes, pos: int, end: int) -> int:
+_UNDECODABLE = ord("U")
+_TIMESTAMP = ord("T")
+_MAX_TIMESTAMP = 253402300799  # 9999-12-31T23:59:59Z, the last second a datetime holds
+_u64 = struct.Struct(">Q")
+
+
+def _check_value(buf: bytes, pos: int, end: int, decodable: bool = False) -> int:
     tag = buf[pos]
     size = _field_type(tag).size
     if size is not None:
+        if decodable and pos + 1 + size <= end:
+            if tag == _UNDECODABLE:
+                raise ValueError("field type U")
+            if tag == _TIMESTAMP and _u64.unpack_from(buf, pos + 1)[0] > _MAX_TIMESTAMP:
+                raise ValueError("timestamp out of range")
         pos += 1 + size
     else:
         start = pos + 5
@@ -87,11 +103,11 @@ def _check_value(buf: bytes, pos: int, end: int) -> int:
             raise ValueError("field length runs past the end")
         pos = start + _u32.unpack_from(buf, pos + 1)[0]
         if tag == TABLE and pos <= end:
-            check_table(buf, start, pos)
+            check_table(buf, start, pos, decodable)
         elif tag == ARRAY and pos <= end:
             item = start
             while item < pos:
-                item = _check_value(buf, item, pos)
+                item = _check_value(buf, item, pos, decodable)
     if pos > end:
         raise ValueError("field value runs past the end")
     return pos

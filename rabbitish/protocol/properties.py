@@ -14,7 +14,7 @@ from typing import Any
 from pamqp import decode, encode
 
 from rabbitish.engine.message import FieldValue
-from rabbitish.protocol.field_types import encode_typed, raw_entries, typed_table
+from rabbitish.protocol.field_types import check_table, encode_typed, raw_entries, typed_table
 
 CONTENT_TYPE = 0x8000
 CONTENT_ENCODING = 0x4000
@@ -86,11 +86,13 @@ def spans(raw: bytes) -> tuple[int, dict[int, tuple[int, int]]]:
 
 def validate(raw: bytes) -> None:
     """Check that raw properties are well formed (field tables included), so malformed input
-    is refused at publish time rather than breaking a consumer later."""
+    is refused at publish time rather than breaking a consumer later. The headers table is
+    walked, not decoded (check_table): refused wherever decoding it would fail, and where a
+    value runs past its table (which pamqp's decoder would silently cut short)."""
     _flags, found = spans(raw)
     if HEADERS in found:
         start, end = found[HEADERS]
-        decode.field_table(raw[start:end])
+        check_table(raw, start + 4, end, decodable=True)
 
 
 class PropertyInfo:

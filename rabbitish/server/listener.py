@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Mapping
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 from rabbitish.config import Config
 from rabbitish.engine.node import Node
@@ -89,8 +89,7 @@ class HeaderSniffer(asyncio.Protocol):
         self._timer: asyncio.TimerHandle | None = None
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
-        self.transport = transport
+        self.transport = cast(asyncio.Transport, transport)  # uvloop's is not an asyncio's
         self.registry.add(self)
         self._deadline = self.loop.time() + self.config.handshake_timeout
         self._timer = self.loop.call_later(self.config.handshake_timeout, self._timed_out)

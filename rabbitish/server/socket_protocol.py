@@ -141,13 +141,17 @@ class SocketProtocol(asyncio.Protocol):
         raise NotImplementedError
 
     def _write_output(self, conn: Any, transport: asyncio.Transport) -> None:
-        """Write what the connection produced since the last flush, in one transport write."""
+        """Write what the connection produced since the last flush, in one transport call."""
         self._flush_scheduled = False
-        data = conn.take_output()
-        if data and not transport.is_closing():
-            transport.write(data)
+        size = conn.out_size
+        parts = conn.take_parts()
+        if parts and not transport.is_closing():
+            if len(parts) == 1:
+                transport.write(parts[0])
+            else:
+                transport.writelines(parts)
             self._writes += 1
-            self.send_oct += len(data)
+            self.send_oct += size
 
     def _resume_starved(self, conn: Any) -> None:
         """Consumers were held back while output piled up: now it went out, let them go on."""

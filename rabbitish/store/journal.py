@@ -1,11 +1,14 @@
 """The single writer. The engine's durable changes become typed records (ops.py) queued in order
-on the event loop; one task takes whatever has accumulated and hands it, in one call, to the
-writer thread, which writes it as one SQLite transaction on its own connection. Concurrent
-commits and confirms from many channels so share one transaction and one sync (group commit).
-With fsync the database runs synchronous=FULL, so the COMMIT returns once the batch is on disk;
-without it, synchronous=OFF. After each batch the task wakes the waiters it covers and lets the
-pager drop the bodies of long queues' messages it has just written (pager.py reads them back,
-on the event loop thread).
+on the event loop; at the next loop turn everything queued is written as one SQLite transaction
+on the journal's own connection: a small batch someone waits for right there on the loop thread
+(a commit of a few messages costs little more than its sync, and two thread wake-ups per round
+trip cost more than that on a busy machine), a large one or one nobody waits for by the writer
+thread, so the loop goes on reading, routing and delivering meanwhile. While a batch is being
+written the next one gathers, so concurrent commits and confirms from many channels share one
+transaction and one sync (group commit). With fsync the database runs synchronous=FULL, so the
+COMMIT returns once the batch is on disk; without it, synchronous=OFF. After each batch the
+waiters it covers are woken and the pager drops the bodies of long queues' messages just
+written (pager.py reads them back, on the event loop thread).
 
 A batch that cannot be written (disk full, I/O error) is rolled back and kept: its waiters are
 told at once (confirms are nacked, commits fail), the reason is logged, and the writer tries it
@@ -20,11 +23,12 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import queue
 import sqlite3
+import threading
 import time
 from collections import deque
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -48,8 +52,11 @@ log = logging.getLogger("rabbitish.store")
 RETRY_DELAY = 1.0  # seconds between attempts while writes fail
 BACKLOG_LIMIT = 64 * 1024 * 1024  # default bytes of unwritten messages kept while writes fail
 OP_OVERHEAD = 256  # bytes counted per message record besides its body
+INLINE_OPS = 128  # batches up to this many records (and INLINE_BYTES) are written on the loop
+INLINE_BYTES = 256 * 1024
 
 Waiter = tuple[int, Synced, Failed | None]
+Job = tuple[list[ops.Op], int, list["Message"]]  # a batch, its last position, page candidates
 
 
 def binding_args_key(arguments: dict[str, Any]) -> bytes:
@@ -81,11 +88,16 @@ class SqliteJournal:
         self.position = 0
         self.synced = 0
         self._waiters: deque[Waiter] = deque()
-        self._wake = asyncio.Event()
-        self._stop = asyncio.Event()
         self._db: sqlite3.Connection | None = None
-        self._thread = ThreadPoolExecutor(1, thread_name_prefix="rabbitish-journal")
-        self._task: asyncio.Task[None] | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._inbox: queue.SimpleQueue[Job | None] = queue.SimpleQueue()
+        self._thread = threading.Thread(
+            target=self._run_writer, name="rabbitish-journal", daemon=True
+        )
+        self._busy = False  # a batch is being written (inline or by the writer thread)
+        self._kicked = False  # a _kick is scheduled for this loop turn
+        self._retry: asyncio.TimerHandle | None = None  # the pause after a failed write
+        self._idle: asyncio.Future[None] | None = None  # close() waits on it
         self._closing = False
         self.pager: Pager | None = None
         self.lock: DataDirLock | None = None
@@ -98,36 +110,44 @@ class SqliteJournal:
         self.refusing = False
         # Called with the reason when writes start failing and with None when one succeeds.
         self.on_failure: Callable[[str | None], None] | None = None
-        # Test hook, run on the writer thread before each batch: raising there fails the batch
-        # the way a full disk would.
+        # Test hook, run before each batch (on whichever thread writes it): raising there fails
+        # the batch the way a full disk would.
         self.before_write: Callable[[], None] | None = None
 
     # ------------------------------------------------------------------ lifecycle
     async def start(self) -> None:
-        loop = asyncio.get_running_loop()
-        self._db = await loop.run_in_executor(self._thread, self._connect)
-        self._task = loop.create_task(self._writer(), name="journal")
+        self._loop = asyncio.get_running_loop()
+        self._db = self._connect()
+        self._thread.start()
 
     def _connect(self) -> sqlite3.Connection:
         db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
         db.execute("PRAGMA journal_mode=WAL")
         db.execute(f"PRAGMA synchronous={'FULL' if self.fsync else 'OFF'}")
+        # Debian's SQLite zeroes every freed page by default: a consumed 64 KiB message would
+        # cost 64 KiB more of WAL and checkpoint writes. FAST zeroes only where it costs no
+        # extra I/O (the freed cells; freed overflow pages go to the freelist as they are).
+        db.execute("PRAGMA secure_delete=FAST")
         return db
 
     async def close(self) -> None:
         """Write what is pending (one more attempt if writes are failing), then stop."""
         self._closing = True
-        self._stop.set()
-        self._wake.set()
-        if self._task is not None:
-            await self._task
+        if self._retry is not None:  # failing: try once more now instead of after the pause
+            self._retry.cancel()
+            self._retry = None
+        if self._loop is not None:
+            if self._busy or self._ops:
+                self._idle = self._loop.create_future()
+                self._submit()
+                await self._idle
+            self._inbox.put(None)
+            await self._loop.run_in_executor(None, self._thread.join)
         if self._db is not None:
-            loop = asyncio.get_running_loop()
             if self.failure is None:
-                await loop.run_in_executor(self._thread, self._mark_clean_stop)
-            await loop.run_in_executor(self._thread, self._db.close)
+                self._mark_clean_stop()
+            self._db.close()
             self._db = None
-        self._thread.shutdown()
         if self.pager is not None:
             self.pager.close()
             self.pager = None
@@ -157,7 +177,10 @@ class SqliteJournal:
     def _op(self, op: ops.Op) -> None:
         self._ops.append(op)
         self.position += 1
-        self._wake.set()
+        if not self._busy and not self._kicked and self._loop is not None:
+            # Written at the next loop turn, with whatever else this turn adds.
+            self._kicked = True
+            self._loop.call_soon(self._kick)
 
     def record(self, op: ops.Statements) -> None:
         """An ordered record from outside the engine's wiring (users, permissions, vhosts)."""
@@ -170,35 +193,92 @@ class SqliteJournal:
         if self.failure is not None and not self.refusing:
             self.refusing = self._batch_bytes + self._new_bytes >= self.backlog_limit
 
-    async def _writer(self) -> None:
-        loop = asyncio.get_running_loop()
-        while True:
-            await self._wake.wait()
-            self._wake.clear()
-            if self._ops:
-                batch, self._ops = self._ops, []
-                self._batch_bytes += self._new_bytes
-                self._new_bytes = 0
-                candidates, self._page_candidates = self._page_candidates, []
-                upto = self.position
-                try:
-                    written = await loop.run_in_executor(self._thread, self._write, batch)
-                except Exception as err:
-                    self._ops = batch + self._ops  # tried again with what came after
-                    self._page_candidates = candidates + self._page_candidates
-                    self._failed(err, upto)
-                    if self._closing:
-                        self._give_up()
-                        return
-                    await self._pause()
-                    self._wake.set()
-                    continue
-                self._succeeded(upto, candidates, written)
-            if self._closing and not self._ops:
+    def _kick(self) -> None:
+        self._kicked = False
+        if self._retry is None:
+            self._submit()
+
+    def _submit(self) -> None:
+        """Write everything pending, unless a batch is being written (then it goes when that
+        one is done: that is the group commit). A small batch that someone waits for (a
+        commit-ok, a confirm) is written right here on the event loop thread: a commit of a few
+        messages costs little more than its sync, and handing it over would add two thread
+        wake-ups to each commit's round trip, which on a busy machine cost more than the sync.
+        A large one, or one nobody waits for (acks, delivered marks of a streaming consumer),
+        goes to the writer thread, so the loop keeps reading and delivering meanwhile."""
+        if self._busy or not self._ops:
+            return
+        batch, self._ops = self._ops, []
+        self._batch_bytes += self._new_bytes
+        self._new_bytes = 0
+        candidates, self._page_candidates = self._page_candidates, []
+        self._busy = True
+        if not self._waiters or len(batch) > INLINE_OPS or self._batch_bytes > INLINE_BYTES:
+            self._inbox.put((batch, self.position, candidates))
+            return
+        upto = self.position
+        try:
+            written, error = self._write(batch), None
+        except Exception as err:
+            written, error = set(), err
+        self._done(batch, upto, candidates, written, error, inline=True)
+
+    def _run_writer(self) -> None:
+        """The writer thread: one batch per call, one SQLite transaction each; the outcome goes
+        back to the event loop in one call_soon_threadsafe."""
+        inbox, loop = self._inbox, self._loop
+        assert loop is not None
+        while (job := inbox.get()) is not None:
+            batch, upto, candidates = job
+            try:
+                written, error = self._write(batch), None
+            except Exception as err:
+                written, error = set(), err
+            try:
+                loop.call_soon_threadsafe(self._done, batch, upto, candidates, written, error)
+            except RuntimeError:  # the loop is gone: nobody is waiting any more
                 return
 
+    def _done(
+        self,
+        batch: list[ops.Op],
+        upto: int,
+        candidates: list[Message],
+        written: set[int],
+        error: Exception | None,
+        inline: bool = False,
+    ) -> None:
+        """On the event loop: a batch was written (or failed); wake its waiters, go on (after
+        an inline write, at the next loop turn, so the loop reads what came meanwhile)."""
+        self._busy = False
+        if error is None:
+            self._succeeded(upto, candidates, written)
+        else:
+            self._ops = batch + self._ops  # tried again with what came after
+            self._page_candidates = candidates + self._page_candidates
+            self._failed(error, upto)
+            if self._closing:
+                self._give_up()
+                self._ops = []
+            else:
+                self._retry = self._loop.call_later(RETRY_DELAY, self._retry_now)  # type: ignore[union-attr]
+        if self._retry is None and self._ops:
+            if inline and not self._closing:
+                if not self._kicked:
+                    self._kicked = True
+                    self._loop.call_soon(self._kick)  # type: ignore[union-attr]
+            else:
+                self._submit()
+        if self._idle is not None and not self._busy and not self._idle.done():
+            self._idle.set_result(None)
+
+    def _retry_now(self) -> None:
+        self._retry = None
+        self._submit()
+
     def _write(self, batch: list[ops.Op]) -> set[int]:
-        """On the writer thread: the whole batch in one call and one SQLite transaction."""
+        """The whole batch in one call and one SQLite transaction (on the writer thread, or on
+        the loop thread for a small batch)."""
         if self.before_write is not None:
             self.before_write()
         assert self._db is not None
@@ -250,12 +330,6 @@ class SqliteJournal:
             _position, _callback, failed = self._waiters.popleft()
             if failed is not None:
                 failed(self.failure or "store closed")
-
-    async def _pause(self) -> None:
-        try:
-            await asyncio.wait_for(self._stop.wait(), RETRY_DELAY)
-        except TimeoutError:
-            pass
 
     # ------------------------------------------------------------------ wiring
     def exchange_declared(self, exchange: Exchange, arg_types: dict[str, str]) -> None:

@@ -3,13 +3,17 @@
 The engine's changes arrive as small records in order. Message records (enqueue, remove, mark
 delivered) are the hot path: a run of them between two other records is folded per queue row
 before anything is written, so a message enqueued and removed within one batch is never
-written, a message routed to several queues is written once, and each kind of change is one
-`executemany`. Every other record (wiring, half messages) is rare and is written in order, after
-the run before it, so the folding never reorders changes that depend on each other."""
+written, a message routed to several queues is written once, and each kind of change is a few
+statements whatever the batch size. Every other record (wiring, half messages) is rare and is
+written in order, after the run before it, so the folding never reorders changes that depend on
+each other."""
 
 from __future__ import annotations
 
+import functools
+import json
 import sqlite3
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple
 
@@ -24,24 +28,63 @@ _INSERT_MESSAGE = (
     "INSERT OR IGNORE INTO messages (id, exchange, routing_key, properties, body, priority, "
     "expiration_ms) VALUES (?, ?, ?, ?, ?, ?, ?)"
 )
-_INSERT_QM = (
-    "INSERT OR REPLACE INTO queue_messages (vhost, queue, seq, message_id, delivered, expires_at) "
-    "VALUES (?, ?, ?, ?, ?, ?)"
+# The hot-path statements below write many rows per statement (a multi-row VALUES, or a JSON
+# array of keys), so a batch is a few sqlite3 calls, not one per row: each call releases and
+# retakes the GIL, which the event loop thread holds most of the time.
+_INSERT_MESSAGES = (
+    "INSERT OR IGNORE INTO messages (id, exchange, routing_key, properties, body, priority, "
+    "expiration_ms) VALUES "
 )
-_DELETE_QM = "DELETE FROM queue_messages WHERE vhost = ? AND queue = ? AND seq = ?"
+_INSERT_QMS = (
+    "INSERT OR REPLACE INTO queue_messages (vhost, queue, seq, message_id, delivered, "
+    "expires_at) VALUES "
+)
+_DELETE_QMS = (
+    "DELETE FROM queue_messages WHERE vhost = ? AND queue = ? AND seq IN "
+    "(SELECT value FROM json_each(?))"
+)
 _MARK_DELIVERED = (
-    "UPDATE queue_messages SET delivered = 1 WHERE vhost = ? AND queue = ? AND seq = ?"
+    "UPDATE queue_messages SET delivered = 1 WHERE vhost = ? AND queue = ? AND seq IN "
+    "(SELECT value FROM json_each(?))"
 )
 # A message row goes when no queue and no held half message refers to it any more.
-_DELETE_ORPHAN = (
-    "DELETE FROM messages WHERE id = ?1 AND NOT EXISTS "
-    "(SELECT 1 FROM queue_messages WHERE message_id = ?1) AND NOT EXISTS "
-    "(SELECT 1 FROM half_messages WHERE message_id = ?1)"
+_DELETE_ORPHANS = (
+    "DELETE FROM messages WHERE id IN (SELECT value FROM json_each(?)) AND NOT EXISTS "
+    "(SELECT 1 FROM queue_messages WHERE message_id = messages.id) AND NOT EXISTS "
+    "(SELECT 1 FROM half_messages WHERE message_id = messages.id)"
 )
 _DELETE_ALL_ORPHANS = (
     "DELETE FROM messages WHERE id NOT IN (SELECT message_id FROM queue_messages) "
     "AND id NOT IN (SELECT message_id FROM half_messages)"
 )
+MAX_ROWS = 256  # rows per multi-row INSERT (a power of two; 7 columns stay far under the limit)
+
+
+@functools.cache
+def _values(width: int, rows: int) -> str:
+    return ", ".join(["(" + ", ".join("?" * width) + ")"] * rows)
+
+
+def insert_rows(db: sqlite3.Connection, head: str, rows: list[Row]) -> None:
+    """`head` ("INSERT ... VALUES ") for every row, in statements of power-of-two row counts
+    (so a few statement texts, each prepared once and cached, cover every batch size)."""
+    if not rows:
+        return
+    width = len(rows[0])
+    done, total = 0, len(rows)
+    while done < total:
+        size = min(MAX_ROWS, 1 << ((total - done).bit_length() - 1))
+        chunk = rows[done : done + size]
+        db.execute(head + _values(width, size), [value for row in chunk for value in row])
+        done += size
+
+
+def by_queue(keys: Iterable[Key]) -> list[tuple[str, str, str]]:
+    """(vhost, queue, JSON array of seqs) per queue, for the json_each statements."""
+    seqs: dict[tuple[str, str], list[int]] = {}
+    for vhost, queue, seq in keys:
+        seqs.setdefault((vhost, queue), []).append(seq)
+    return [(vhost, queue, json.dumps(s)) for (vhost, queue), s in seqs.items()]
 
 
 def message_row(message: Message, body: bytes) -> Row:
@@ -267,7 +310,7 @@ class DecideHalf(Statements):
                 "DELETE FROM half_messages WHERE vhost = ? AND txn_id = ?", (self.vhost, self.id)
             )
             db.execute("DELETE FROM half_txns WHERE vhost = ? AND id = ?", (self.vhost, self.id))
-            db.executemany(_DELETE_ORPHAN, [(mid,) for mid in self.message_ids])
+            db.execute(_DELETE_ORPHANS, (json.dumps(self.message_ids),))
         db.execute(
             "INSERT OR REPLACE INTO half_decisions (vhost, id, committed) VALUES (?, ?, ?)",
             (self.vhost, self.id, self.committed),
@@ -298,16 +341,17 @@ class _Run:
         """Write the run; returns the ids of the message rows it wrote."""
         written: set[int] = set()
         if self.removes:
-            db.executemany(_DELETE_QM, list(self.removes))
+            db.executemany(_DELETE_QMS, by_queue(self.removes))
         if self.inserts:
             rows: dict[int, Row] = {}
             for op in self.inserts.values():
                 message = op.message
                 if message.id not in rows:
                     rows[message.id] = message_row(message, op.body)
-            db.executemany(_INSERT_MESSAGE, rows.values())
-            db.executemany(
-                _INSERT_QM,
+            insert_rows(db, _INSERT_MESSAGES, list(rows.values()))
+            insert_rows(
+                db,
+                _INSERT_QMS,
                 [
                     (op.vhost, op.queue, op.seq, op.message.id, op.delivered, op.expires_at)
                     for op in self.inserts.values()
@@ -315,10 +359,11 @@ class _Run:
             )
             written = set(rows)
         if self.delivered:
-            db.executemany(_MARK_DELIVERED, list(self.delivered))
+            db.executemany(_MARK_DELIVERED, by_queue(self.delivered))
         if self.removes:
             orphans = set(self.removes.values()) - written
-            db.executemany(_DELETE_ORPHAN, [(mid,) for mid in sorted(orphans)])
+            if orphans:
+                db.execute(_DELETE_ORPHANS, (json.dumps(sorted(orphans)),))
         self.inserts, self.removes, self.delivered = {}, {}, set()
         return written
 

@@ -8,7 +8,7 @@ import datetime
 import struct
 
 import pytest
-from pamqp import decode
+from pamqp import decode, encode
 
 from rabbitish.engine.dead_letter import is_cycle, x_death_headers
 from rabbitish.engine.message import Message
@@ -207,3 +207,27 @@ def test_table_decodes_after_splicing():
     consumed, decoded = decode.field_table(spliced[start:end])
     assert consumed == end - start
     assert decoded["x-death"] == [{"count": 3}]
+
+
+def _with_headers(table_body: bytes) -> bytes:
+    return struct.pack(">HI", properties.HEADERS, len(table_body)) + table_body
+
+
+@pytest.mark.parametrize(
+    "table_body",
+    [
+        b"\x01kS\x00\x00\x00\x09abc",  # a longstr running past the table's end
+        b"\x01kU\x00\x01",  # a type pamqp cannot decode
+        b"\x01kT" + struct.pack(">Q", 253402300800),  # a timestamp past year 9999
+        b"\x02\xff\xfeb\x01",  # a key that is not UTF-8
+        b"\x01kF\x00\x00\x00\x04\x01jZ\x00",  # an unknown type in a nested table
+    ],
+)
+def test_validate_refuses_header_tables_it_could_not_read(table_body: bytes) -> None:
+    with pytest.raises(ValueError):
+        properties.validate(_with_headers(table_body))
+
+
+def test_validate_accepts_well_formed_headers_without_decoding_them() -> None:
+    table = encode.field_table({"a": 1, "b": "x", "n": {"t": [1, "y"]}, "ts": 253402300799})
+    properties.validate(struct.pack(">H", properties.HEADERS) + table)
