@@ -58,7 +58,11 @@ def mounts(tmp_path: Path) -> Path:
 def test_a_full_disk_nacks_publishes_and_recovers_when_space_is_freed(mounts):
     mount_point = mounts / "small"
     mount_point.mkdir()
+    # The disk free limit (50 MB by default) would block publishers before any write fails on
+    # this 2 MB disk; with it off, the writes themselves meet the full disk.
     broker = BrokerProcess(
+        "--disk-free-limit",
+        "0",
         data_dir=mount_point / "data",
         command=(*namespaced(TMPFS, mount_point), *PYTHON_RABBITISH),
         keep_port=True,
