@@ -132,3 +132,41 @@ def test_a_driver_killed_mid_stream_restarts_without_loss_or_duplicates(
         got = bodies(ch, target)
         assert bodies(ch, source) == []
     assert sorted(got) == sent
+
+
+def test_a_stopped_query_restarted_reads_nothing_twice(spark, broker_url, uid, tmp_path):
+    """A query stopped once its rows are out (whether or not the acks of its last batch went
+    out before the stop) and started again on its checkpoint: nothing is read again, and
+    messages published meanwhile are read once."""
+    source, target, checkpoint = f"{uid}-in", f"{uid}-out", tmp_path / "checkpoint"
+    sent = _fill(broker_url, source, 30)
+    with pika_channel(broker_url) as ch:
+        ch.queue_declare(target, durable=True)
+
+    def start(available_now: bool) -> Any:
+        writer = (
+            streamed(spark, broker_url, source, str(checkpoint))
+            .writeStream.format("amqp")
+            .option("url", broker_url)
+            .option("routingKey", target)
+            .option("checkpointLocation", str(checkpoint))
+        )
+        return (writer.trigger(availableNow=True) if available_now else writer).start()
+
+    def depth(queue: str) -> int:
+        with pika_channel(broker_url) as ch:
+            return ch.queue_declare(queue, passive=True).method.message_count
+
+    running = start(available_now=False)
+    try:
+        wait_until(lambda: depth(target) == len(sent), timeout=90, message="rows never arrived")
+    finally:
+        running.stop()
+    with pika_channel(broker_url) as ch:
+        for i in range(30, 35):
+            ch.basic_publish("", source, f"m{i:04}".encode())
+    start(available_now=True).awaitTermination()
+    with pika_channel(broker_url) as ch:
+        got = bodies(ch, target)
+        assert bodies(ch, source) == []
+    assert sorted(got) == [*sent, *(f"m{i:04}".encode() for i in range(30, 35))]
