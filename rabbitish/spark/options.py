@@ -8,6 +8,9 @@ from dataclasses import dataclass
 
 DEFAULT_URL = "amqp://guest:guest@localhost:5672/%2F"
 MODES = ("browse", "drain")
+# Unacknowledged messages a streaming read holds at most (basic.qos): a micro-batch's messages
+# stay unacked until Spark commits it, so this also bounds a batch.
+DEFAULT_PREFETCH = 10_000
 
 
 class AmqpOptionError(ValueError):
@@ -16,7 +19,8 @@ class AmqpOptionError(ValueError):
 
 @dataclass(frozen=True)
 class AmqpOptions:
-    """url, queue (reads), exchange / routingKey (writes), mode, maxMessages."""
+    """url, queue (reads), exchange / routingKey (writes), mode, maxMessages; streaming reads
+    also checkpointLocation (where their write-ahead log lives), maxRows, maxBytes, prefetch."""
 
     url: str = DEFAULT_URL
     queue: str | None = None
@@ -24,13 +28,17 @@ class AmqpOptions:
     routing_key: str | None = None
     mode: str = "browse"
     max_messages: int | None = None
+    checkpoint: str | None = None
+    max_rows: int | None = None
+    max_bytes: int | None = None
+    prefetch: int = DEFAULT_PREFETCH
 
     @classmethod
     def parse(cls, options: Mapping[str, str]) -> AmqpOptions:
         """Spark hands options over as a case-insensitive dict of strings."""
         lowered = {key.lower(): value for key, value in options.items()}
         known = {"url", "queue", "exchange", "routingkey", "mode", "maxmessages", "path"}
-        known.add("checkpointlocation")  # writeStream passes it to the sink too
+        known |= {"checkpointlocation", "maxrows", "maxbytes", "prefetch"}
         unknown = sorted(set(lowered) - known)
         if unknown:
             raise AmqpOptionError(f"unknown amqp option(s): {', '.join(unknown)}")
@@ -43,7 +51,11 @@ class AmqpOptions:
             exchange=lowered.get("exchange"),
             routing_key=lowered.get("routingkey"),
             mode=mode,
-            max_messages=_positive(lowered.get("maxmessages")),
+            max_messages=_positive("maxMessages", lowered.get("maxmessages")),
+            checkpoint=lowered.get("checkpointlocation"),
+            max_rows=_positive("maxRows", lowered.get("maxrows")),
+            max_bytes=_positive("maxBytes", lowered.get("maxbytes")),
+            prefetch=_positive("prefetch", lowered.get("prefetch")) or DEFAULT_PREFETCH,
         )
 
     def require_queue(self) -> str:
@@ -52,14 +64,24 @@ class AmqpOptions:
             raise AmqpOptionError("reading needs the option queue (or load('queue-name'))")
         return self.queue
 
+    def require_checkpoint(self) -> str:
+        """A streaming read keeps its write-ahead log there; without one a driver crash would
+        lose or repeat messages, so there is no default."""
+        if not self.checkpoint:
+            raise AmqpOptionError(
+                "a streaming read needs the option checkpointLocation (the query's checkpoint "
+                "directory, on a file system the driver can write)"
+            )
+        return self.checkpoint.removeprefix("file://").removeprefix("file:")
 
-def _positive(value: str | None) -> int | None:
+
+def _positive(name: str, value: str | None) -> int | None:
     if value is None:
         return None
     try:
         number = int(value)
     except ValueError:
-        raise AmqpOptionError(f"maxMessages must be a whole number, got {value!r}") from None
+        raise AmqpOptionError(f"{name} must be a whole number, got {value!r}") from None
     if number < 1:
-        raise AmqpOptionError(f"maxMessages must be at least 1, got {number}")
+        raise AmqpOptionError(f"{name} must be at least 1, got {number}")
     return number

@@ -55,3 +55,32 @@ def test_the_batch_example_publishes_exact_totals_per_customer(spark, broker_url
         b'{"customer":"edsger","orders":1,"total":0.10}',
         b'{"customer":"grace","orders":2,"total":3.20}',
     ]
+
+
+def test_the_streaming_example_publishes_running_totals_across_runs(
+    spark, broker_url, uid, capsys, tmp_path
+):
+    """Two runs on one checkpoint: the second publishes the totals of the customers it saw,
+    carried on from the first run's."""
+    orders, exchange = f"{uid}-orders", f"{uid}-results"
+    example = _example()
+    argv = ["--url", broker_url, "--queue", orders, "--exchange", exchange, "--stream"]
+    argv += ["--checkpoint", str(tmp_path / "checkpoint")]
+    with pika_channel(broker_url) as ch:
+        ch.queue_declare(orders, durable=True)
+        for order in ({"customer": "ada", "amount": "1.50"}, {"customer": "grace", "amount": 2}):
+            ch.basic_publish("", orders, json.dumps(order).encode())
+    assert example.main(argv) == 0
+    assert capsys.readouterr().out == (
+        f"2 orders read; totals published to {exchange!r} ('totals')\n"
+    )
+    with pika_channel(broker_url) as ch:
+        assert sorted(bodies(ch, f"{exchange}.totals")) == [
+            b'{"customer":"ada","orders":1,"total":1.50}',
+            b'{"customer":"grace","orders":1,"total":2.00}',
+        ]
+        ch.basic_publish("", orders, json.dumps({"customer": "ada", "amount": 3}).encode())
+    assert example.main(argv) == 0
+    with pika_channel(broker_url) as ch:
+        assert bodies(ch, f"{exchange}.totals") == [b'{"customer":"ada","orders":2,"total":4.50}']
+        assert bodies(ch, orders) == []

@@ -99,6 +99,9 @@ def test_drain_consumes_up_to_max_messages_and_commits_the_acks(spark, broker_ur
         ({"maxMessages": "0"}, "maxMessages must be at least 1, got 0"),
         ({"maxMessages": "ten"}, "maxMessages must be a whole number, got 'ten'"),
         ({"routing_key": "x"}, "unknown amqp option(s): routing_key"),
+        ({"maxRows": "0"}, "maxRows must be at least 1, got 0"),
+        ({"maxBytes": "1k"}, "maxBytes must be a whole number, got '1k'"),
+        ({"prefetch": "-5"}, "prefetch must be at least 1, got -5"),
     ],
 )
 def test_options_are_checked_before_any_task_runs(options, error):
@@ -110,6 +113,16 @@ def test_options_are_checked_before_any_task_runs(options, error):
 def test_a_read_without_a_queue_fails_on_the_driver(spark, broker_url):
     with pytest.raises(Exception, match="reading needs the option queue"):
         spark.read.format("amqp").option("url", broker_url).load().collect()
+
+
+def test_a_stream_read_needs_a_checkpoint_location():
+    with pytest.raises(
+        AmqpOptionError, match="a streaming read needs the option checkpointLocation"
+    ):
+        AmqpOptions.parse({"queue": "q"}).require_checkpoint()
+    parsed = AmqpOptions.parse({"queue": "q", "checkpointLocation": "file:///tmp/ck"})
+    assert parsed.require_checkpoint() == "/tmp/ck"
+    assert (parsed.prefetch, parsed.max_rows, parsed.max_bytes) == (10_000, None, None)
 
 
 def test_options_are_case_insensitive_with_defaults():

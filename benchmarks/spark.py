@@ -1,0 +1,208 @@
+"""The `amqp` Spark data source (rabbitish.spark) moving N messages, next to a plain pika loop
+moving the same messages: rows/s for a batch write, a streaming write and a streaming read. One
+local Spark session (local[2]) serves every broker; each Spark figure includes Spark's own
+job and micro-batch overheads, as a user's job would.
+
+    python -m benchmarks.spark [--rows 100000] [--body 100] [--only rabbitish] [--url URL]
+
+Needs the spark extra (pip install -e '.[spark]') and Java 17 or 21.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pika
+
+from benchmarks.measure import print_table
+from benchmarks.side_by_side import add_broker_options, side_by_side
+
+SCENARIOS = (
+    "pika publish loop (1 tx)",
+    "spark batch write",
+    "spark streaming write",
+    "pika consume loop (tx acks)",
+    "spark streaming read",
+)
+
+
+def session() -> Any:
+    from pyspark.sql import SparkSession
+
+    from rabbitish.spark import AmqpDataSource
+
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    spark = (
+        SparkSession.builder.master("local[2]")
+        .appName("rabbitish-bench")
+        .config("spark.ui.enabled", "false")
+        .config("spark.sql.shuffle.partitions", "2")
+        .config("spark.driver.bindAddress", "127.0.0.1")
+        .config("spark.driver.host", "127.0.0.1")
+        .getOrCreate()
+    )
+    spark.sparkContext.setLogLevel("ERROR")
+    spark.dataSource.register(AmqpDataSource)
+    return spark
+
+
+def timed(run: Callable[[], Any]) -> float:
+    start = time.perf_counter()
+    run()
+    return time.perf_counter() - start
+
+
+def fresh_queue(url: str) -> str:
+    name = f"bench-spark-{uuid.uuid4().hex[:8]}"
+    with _channel(url) as ch:
+        ch.queue_declare(name, durable=True)
+    return name
+
+
+class _channel:
+    """A channel on its own connection, closed on exit."""
+
+    def __init__(self, url: str) -> None:
+        self.conn = pika.BlockingConnection(pika.URLParameters(url))
+
+    def __enter__(self) -> Any:
+        return self.conn.channel()
+
+    def __exit__(self, *_: object) -> None:
+        self.conn.close()
+
+
+def depth(url: str, queue: str) -> int:
+    with _channel(url) as ch:
+        return ch.queue_declare(queue, passive=True).method.message_count
+
+
+def drop(url: str, queue: str) -> None:
+    with _channel(url) as ch:
+        ch.queue_delete(queue)
+
+
+def pika_publish(url: str, queue: str, rows: int, body: bytes) -> None:
+    """What a task of the connector does, by hand: persistent messages, one tx."""
+    with _channel(url) as ch:
+        ch.tx_select()
+        props = pika.BasicProperties(delivery_mode=2)
+        for _ in range(rows):
+            ch.basic_publish("", queue, body, props)
+        ch.tx_commit()
+
+
+def pika_consume(url: str, queue: str, rows: int, batch: int) -> None:
+    """What the streaming reader does, by hand: a tx consumer, acks committed per batch."""
+    conn = pika.BlockingConnection(pika.URLParameters(url))
+    ch = conn.channel()
+    ch.basic_qos(prefetch_count=batch)
+    ch.tx_select()
+    for taken, (method, _props, _body) in enumerate(ch.consume(queue), 1):
+        if taken % batch == 0 or taken == rows:
+            ch.basic_ack(method.delivery_tag, multiple=True)
+            ch.tx_commit()
+        if taken == rows:
+            break
+    ch.cancel()
+    conn.close()
+
+
+def bodies(spark: Any, rows: int, size: int) -> Any:
+    from pyspark.sql import functions as F
+
+    padded = F.rpad(F.format_string("m%d", "id"), size, ".")
+    return spark.range(rows, numPartitions=2).select(padded.alias("body"))
+
+
+def run_broker(url: str, _pids: list[int], args: argparse.Namespace) -> dict[str, float]:
+    spark, rows, body = args.spark, args.rows, b"x" * args.body
+    rates: dict[str, float] = {}
+
+    queue = fresh_queue(url)
+    warm_up(spark, url, queue)
+    rates[SCENARIOS[0]] = rows / timed(lambda: pika_publish(url, queue, rows, body))
+    assert depth(url, queue) == rows
+    rates[SCENARIOS[3]] = rows / timed(lambda: pika_consume(url, queue, rows, args.prefetch))
+    drop(url, queue)
+
+    queue = fresh_queue(url)
+    frame = bodies(spark, rows, args.body)
+    writer = frame.write.format("amqp").option("url", url).option("routingKey", queue)
+    rates[SCENARIOS[1]] = rows / timed(lambda: writer.mode("append").save())
+    assert depth(url, queue) == rows
+
+    with tempfile.TemporaryDirectory(prefix="bench-spark-") as work:
+        checkpoint = str(Path(work, "read"))
+        stream = (
+            spark.readStream.format("amqp")
+            .option("url", url)
+            .option("queue", queue)
+            .option("prefetch", args.prefetch)
+            .option("checkpointLocation", checkpoint)
+            .load()
+            .writeStream.format("noop")
+            .option("checkpointLocation", checkpoint)
+            .trigger(availableNow=True)
+        )
+        rates[SCENARIOS[4]] = rows / timed(lambda: stream.start().awaitTermination())
+        assert depth(url, queue) == 0
+        drop(url, queue)
+
+        source = str(Path(work, "parquet"))
+        bodies(spark, rows, args.body).write.parquet(source)
+        queue = fresh_queue(url)
+        query = (
+            spark.readStream.schema("body string")
+            .parquet(source)
+            .writeStream.format("amqp")
+            .option("url", url)
+            .option("routingKey", queue)
+            .option("checkpointLocation", str(Path(work, "write")))
+            .trigger(availableNow=True)
+        )
+        rates[SCENARIOS[2]] = rows / timed(lambda: query.start().awaitTermination())
+        assert depth(url, queue) == rows
+        drop(url, queue)
+    return rates
+
+
+def warm_up(spark: Any, url: str, queue: str) -> None:
+    """Spark's first jobs pay for starting Python workers; not the connector's cost."""
+    bodies(spark, 1000, 10).write.format("amqp").option("url", url).option(
+        "routingKey", queue
+    ).mode("append").save()
+    with _channel(url) as ch:
+        ch.queue_purge(queue)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.spark", description=__doc__)
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
+    parser.add_argument("--rows", type=int, default=100_000)
+    parser.add_argument("--body", type=int, default=100, help="body size in bytes")
+    parser.add_argument("--prefetch", type=int, default=10_000, help="stream read batch bound")
+    add_broker_options(parser)
+    args = parser.parse_args()
+    args.spark = session()
+    columns = side_by_side(args, run_broker)
+    names = list(columns)
+    table = [["rows/s", *names]]
+    for scenario in SCENARIOS:
+        table.append([scenario, *(f"{columns[name][scenario]:,.0f}" for name in names)])
+    print(f"{args.rows:,} messages of {args.body} bytes; Spark local[2]")
+    print_table(table)
+    args.spark.stop()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,283 @@
+"""Streaming reads of one queue: a tx consumer held by the query's planner on the driver,
+offsets that number messages consecutively, message payloads carried inside the partitions,
+acks committed once Spark has committed the batch, and a write-ahead log under the checkpoint
+(stream_log) so a driver that dies loses and repeats nothing."""
+
+from __future__ import annotations
+
+import math
+import time
+from collections import deque
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+import pika
+from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
+from pyspark.sql.streaming.datasource import (
+    ReadAllAvailable,
+    ReadLimit,
+    ReadMaxBytes,
+    ReadMaxRows,
+    SupportsTriggerAvailableNow,
+)
+from pyspark.sql.types import StructType
+
+from rabbitish.spark.options import AmqpOptions
+from rabbitish.spark.schema import SCHEMA, AmqpSchemaError, message_row
+from rabbitish.spark.stream_log import PlannedRange, StreamLog, fingerprint
+
+LOG_DIRECTORY = "amqp-source"  # under the checkpoint, one subdirectory per queue
+# Trigger.AvailableNow: how long to listen for deliveries already on their way once the queue
+# reports nothing ready, before taking what has arrived as everything there is.
+SETTLE_SECONDS = 0.2
+
+
+@dataclass(frozen=True)
+class Delivery:
+    """A message received and not yet given an offset."""
+
+    tag: int
+    fingerprint: str
+    row: tuple[Any, ...]
+    size: int
+
+
+class AmqpStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
+    """Spark makes one on the driver's planner (which holds the consumer) and one per task
+    (which only unpacks its partition): everything that touches the broker or the log is
+    opened on first use, never in the constructor."""
+
+    def __init__(self, options: AmqpOptions, schema: StructType) -> None:
+        if schema != SCHEMA:
+            raise AmqpSchemaError("the amqp source has a fixed schema (rabbitish.spark.SCHEMA)")
+        self.options = options
+        self.queue = options.require_queue()
+        self.directory = Path(options.require_checkpoint(), LOG_DIRECTORY, quote(self.queue, ""))
+        self._log: StreamLog | None = None
+        self._connection: pika.BlockingConnection | None = None
+        self._consumer: Any = None
+        self._rows: dict[int, tuple[Any, ...]] = {}  # offset -> row, planned and not committed
+        self._tags: dict[int, int] = {}  # offset -> delivery tag on this connection, unacked
+        self._awaiting: set[int] = set()  # logged offsets whose message has not come back yet
+        self._owed: dict[str, deque[int]] = {}  # fingerprint -> offsets in _awaiting
+        self._ranges: dict[int, int] = {}  # start -> end of the ranges in the log
+        self._pending: deque[Delivery] = deque()
+        self._received = 0
+        self._next = 0  # the offset the next planned message gets
+        self._committed = 0  # Spark is done with every offset below this
+        self._target: int | None = None  # Trigger.AvailableNow: offsets stop here
+
+    # -- what Spark calls on the driver
+
+    def initialOffset(self) -> dict[str, int]:
+        return {"seq": self._opened().committed()}
+
+    def getDefaultReadLimit(self) -> ReadLimit:
+        if self.options.max_rows is not None:
+            return ReadMaxRows(self.options.max_rows)
+        if self.options.max_bytes is not None:
+            return ReadMaxBytes(self.options.max_bytes)
+        return ReadAllAvailable()
+
+    def prepareForTriggerAvailableNow(self) -> None:
+        """The target is every message delivered or ready now; a count that includes copies of
+        logged messages or messages another consumer takes is lowered in latestOffset."""
+        self._opened()
+        ready = self._ready()
+        self._pump(math.inf)
+        self._target = self._next + len(self._pending) + ready
+
+    def latestOffset(self, start: dict[str, int], limit: ReadLimit) -> dict[str, int]:
+        """Acks what Spark committed (everything before `start`), then plans the next range:
+        a range already in the log that starts at `start` (planned before a restart) is handed
+        out again as it was; otherwise up to the limit's worth of received messages, logged
+        before the offset is returned."""
+        offset = int(start["seq"])
+        self._opened()
+        self._settle(offset)
+        if offset in self._ranges:
+            return {"seq": self._ranges[offset]}
+        if offset < self._next:
+            raise RuntimeError(
+                f"offset {offset} is inside a range already planned (next {self._next}): "
+                f"the write-ahead log in {self.directory} does not belong to this checkpoint"
+            )
+        self._next = offset
+        rows, size = self._caps(limit)
+        want = min(rows, self.options.prefetch)
+        if self._target is not None:
+            want = min(want, self._target - offset)
+            self._await(want)
+        else:
+            self._pump(want)
+        taken: list[Delivery] = []
+        total = 0
+        while self._pending and len(taken) < want:
+            if taken and total + self._pending[0].size > size:
+                break
+            delivery = self._pending.popleft()
+            taken.append(delivery)
+            total += delivery.size
+        if not taken:
+            return {"seq": offset}
+        end = offset + len(taken)
+        self._log_().write(PlannedRange(offset, end, [(d.fingerprint, d.row) for d in taken]))
+        for seq, delivery in enumerate(taken, offset):
+            self._rows[seq] = delivery.row
+            self._tags[seq] = delivery.tag
+        self._ranges[offset] = end
+        self._next = end
+        return {"seq": end}
+
+    def partitions(self, start: dict[str, int], end: dict[str, int]) -> list[InputPartition]:
+        """One partition holding the rows themselves: a retried task reads the very same rows,
+        and so does a batch Spark replays after a restart (from the log)."""
+        self._opened()
+        first, last = int(start["seq"]), int(end["seq"])
+        missing = [seq for seq in range(first, last) if seq not in self._rows]
+        if missing:
+            raise RuntimeError(
+                f"offsets {first}..{last - 1}: {len(missing)} of them are not in the "
+                f"write-ahead log {self.directory} (was it deleted or moved?)"
+            )
+        rows = [self._rows[seq] for seq in range(first, last)]
+        return [InputPartition(rows)] if rows else []
+
+    def commit(self, end: dict[str, int]) -> None:
+        self._opened()
+        self._settle(int(end["seq"]))
+
+    def stop(self) -> None:
+        """Closing the connection returns every unacked message to the queue; the log keeps
+        what a restart needs."""
+        if self._connection is not None and self._connection.is_open:
+            self._connection.close()
+
+    # -- what Spark calls in tasks
+
+    def read(self, partition: InputPartition) -> Iterator[tuple[Any, ...]]:
+        yield from partition.value
+
+    # -- the log and the consumer
+
+    def _log_(self) -> StreamLog:
+        assert self._log is not None
+        return self._log
+
+    def _opened(self) -> StreamLog:
+        """Loads the log on the first call: logged ranges become replayable rows, and their
+        messages are expected back from the broker (unacked when the last driver died)."""
+        if self._log is None:
+            self._log = StreamLog(self.directory)
+            self._committed = self._next = self._log.committed()
+            for planned in self._log.ranges():
+                self._ranges[planned.start] = planned.end
+                self._next = max(self._next, planned.end)
+                for seq, (key, row) in enumerate(planned.entries, planned.start):
+                    self._rows[seq] = row
+                    self._awaiting.add(seq)
+                    self._owed.setdefault(key, deque()).append(seq)
+        return self._log
+
+    def _channel(self) -> Any:
+        """The query's consumer: a tx channel, prefetch-bounded, heartbeats off unless the URL
+        asks for them (the planner only runs when Spark calls it, and could miss them). A lost
+        connection fails the query: its delivery tags are gone, and a restart from the
+        checkpoint is what matches the redelivered messages to the log."""
+        if self._connection is not None and not self._connection.is_open:
+            raise RuntimeError(
+                f"the connection consuming {self.queue!r} closed; restart the query from its "
+                "checkpoint"
+            )
+        if self._connection is None:
+            params = pika.URLParameters(self.options.url)
+            if "heartbeat" not in self.options.url:
+                params.heartbeat = 0
+            self._connection = pika.BlockingConnection(params)
+            channel = self._connection.channel()
+            channel.basic_qos(prefetch_count=self.options.prefetch)
+            channel.tx_select()
+            channel.basic_consume(self.queue, self._on_message, auto_ack=False)
+            self._consumer = channel
+        return self._consumer
+
+    def _on_message(self, _channel: Any, method: Any, props: Any, body: bytes) -> None:
+        """A redelivered copy of a logged message settles that offset; anything else is new."""
+        self._received += 1
+        key = fingerprint(method, props, body)
+        owed = self._owed.get(key)
+        if method.redelivered and owed:
+            seq = owed.popleft()
+            if not owed:
+                del self._owed[key]
+            self._awaiting.discard(seq)
+            self._tags[seq] = method.delivery_tag
+            return
+        row = message_row(method, props, body)
+        self._pending.append(Delivery(method.delivery_tag, key, row, len(body)))
+
+    def _pump(self, want: float) -> None:
+        """Takes in what the broker has sent, without waiting, until `want` are pending."""
+        self._channel()
+        assert self._connection is not None
+        while len(self._pending) < want:
+            before = self._received
+            self._connection.process_data_events(time_limit=0)
+            if self._received == before:
+                return
+
+    def _ready(self) -> int:
+        return self._channel().queue_declare(self.queue, passive=True).method.message_count
+
+    def _await(self, want: int) -> None:
+        """Trigger.AvailableNow: waits until `want` messages are pending, or until the queue
+        has nothing ready and nothing more arrives; then the target shrinks to what came."""
+        assert self._connection is not None or want <= 0
+        while len(self._pending) < want:
+            self._pump(want)
+            if len(self._pending) >= want:
+                return
+            ready = self._ready()
+            before = self._received
+            deadline = time.monotonic() + SETTLE_SECONDS
+            while time.monotonic() < deadline and len(self._pending) < want:
+                assert self._connection is not None
+                self._connection.process_data_events(time_limit=SETTLE_SECONDS / 4)
+            if ready == 0 and self._received == before:
+                self._target = self._next + len(self._pending)
+                return
+
+    def _caps(self, limit: ReadLimit) -> tuple[float, float]:
+        """(rows, bytes) for this batch: the limit Spark passes, plus the other option when it
+        passes the default one; nothing when it says to read everything."""
+        if isinstance(limit, ReadMaxRows):
+            return limit.max_rows, self.options.max_bytes or math.inf
+        if isinstance(limit, ReadMaxBytes):
+            return self.options.max_rows or math.inf, limit.max_bytes
+        return math.inf, math.inf
+
+    def _settle(self, offset: int) -> None:
+        """Everything below `offset` is committed by Spark: ack the messages behind it in one
+        tx, then forget them and drop the log ranges whose messages are all acked."""
+        self._committed = max(self._committed, offset)
+        done = sorted(seq for seq in self._tags if seq < self._committed)
+        if done:
+            channel = self._channel()
+            tags = sorted(self._tags.pop(seq) for seq in done)
+            held = [*self._tags.values(), *(d.tag for d in self._pending)]
+            if not held or tags[-1] < min(held):
+                channel.basic_ack(tags[-1], multiple=True)
+            else:
+                for tag in tags:
+                    channel.basic_ack(tag)
+            channel.tx_commit()
+        for first, last in list(self._ranges.items()):
+            if last <= self._committed and self._awaiting.isdisjoint(range(first, last)):
+                self._log_().drop(first, last)
+                del self._ranges[first]
+        for seq in [seq for seq in self._rows if seq < self._committed]:
+            del self._rows[seq]
+        self._log_().record_committed(self._committed)
