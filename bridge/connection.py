@@ -53,7 +53,7 @@ from rabbitish.bridge.session import Session, reply_description, session_conditi
 from rabbitish.bridge.transactions import TransactionTable
 
 from rabbitish.config import Config
-from rabbitish.engine.errors import AMQPError
+from rabbitish.engine.errors import AMQPError, log_unexpected
 from rabbitish.engine.node import Node
 from rabbitish.engine.sessions import BufferedOutput, ConnectionView
 from rabbitish.engine.vhost import VirtualHost
@@ -206,7 +206,7 @@ class Connection10(BufferedOutput):
         except ConnectionClosed as err:
             self._error(err.condition, err.description)
         except Exception:
-            log.exception("internal error on AMQP 1.0 connection %s", self.peer)
+            log_unexpected(log, f"AMQP 1.0 connection {self.peer}")
             self._error(INTERNAL_ERROR, "")
         finally:
             for session in list(self.sessions.values()):

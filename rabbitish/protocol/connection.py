@@ -21,7 +21,7 @@ from pamqp import commands
 from pamqp.base import Frame as Method
 
 from rabbitish.config import Config
-from rabbitish.engine.errors import AMQPError, ConnectionError_, frame_error
+from rabbitish.engine.errors import AMQPError, ConnectionError_, frame_error, log_unexpected
 from rabbitish.engine.node import Node
 from rabbitish.engine.sessions import BufferedOutput, ConnectionView
 from rabbitish.engine.vhost import VirtualHost
@@ -196,7 +196,7 @@ class Connection(BufferedOutput):
         except Exception:
             # A bug must cost one connection, never the broker: RabbitMQ answers a crashed
             # channel the same way.
-            log.exception("internal error on connection %s", self.peer)
+            log_unexpected(log, f"connection {self.peer}")
             self.connection_error(ConnectionError_(541, ""))
         finally:
             for channel in list(self.channels.values()):

@@ -14,7 +14,7 @@ from pamqp.base import Frame as Method
 
 from rabbitish.engine import erlang_terms
 from rabbitish.engine.errors import FRAME_ERROR, ConnectionError_, frame_error, unexpected_frame
-from rabbitish.protocol.field_types import check_table
+from rabbitish.protocol.field_tables import decode_table
 
 FRAME_METHOD = 1
 FRAME_HEADER = 2
@@ -227,8 +227,7 @@ def _table(payload: bytes, offset: int) -> tuple[dict, int]:
     if end > len(payload):
         raise MethodDecodeError("table runs past the end")
     try:
-        check_table(payload, offset + 4, end)
-        return decode.field_table(payload[offset:end])[1], end
+        return decode_table(payload, offset + 4, end), end
     except (ValueError, struct.error, IndexError) as err:
         raise MalformedTable(str(err)) from err
 

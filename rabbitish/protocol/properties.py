@@ -11,10 +11,17 @@ import struct
 from collections.abc import Iterable
 from typing import Any
 
-from pamqp import decode, encode
+from pamqp import encode
 
 from rabbitish.engine.message import FieldValue
-from rabbitish.protocol.field_types import encode_typed, raw_entries, typed_table
+from rabbitish.protocol.field_tables import decode_table, encode_table
+from rabbitish.protocol.field_types import (
+    DeepValue,
+    check_table,
+    encode_typed,
+    raw_entries,
+    typed_table,
+)
 
 CONTENT_TYPE = 0x8000
 CONTENT_ENCODING = 0x4000
@@ -90,7 +97,7 @@ def validate(raw: bytes) -> None:
     _flags, found = spans(raw)
     if HEADERS in found:
         start, end = found[HEADERS]
-        decode.field_table(raw[start:end])
+        check_table(raw, start + 4, end, utf8_keys=True)
 
 
 class PropertyInfo:
@@ -127,7 +134,7 @@ def headers(raw: bytes) -> dict[str, Any]:
         return {}
     _flags, found = spans(raw)
     start, end = found[HEADERS]
-    return decode.field_table(raw[start:end])[1]
+    return decode_table(raw, start + 4, end)
 
 
 def typed_headers(raw: bytes) -> dict[str, FieldValue]:
@@ -145,6 +152,8 @@ def _encode_value(value: Any) -> bytes:
     FieldValue with the type it names."""
     if isinstance(value, FieldValue):
         return encode_typed(value)
+    if isinstance(value, DeepValue):
+        return bytes(value)
     if isinstance(value, bool):
         return b"t" + (b"\x01" if value else b"\x00")
     if isinstance(value, int):
@@ -252,7 +261,7 @@ def encode_properties(**fields: Any) -> bytes:
             data = value.encode()
             parts.append(bytes([len(data)]) + data)
         elif kind == "t":
-            parts.append(encode.field_table(value))
+            parts.append(encode_table(value))
         elif kind == "o":
             parts.append(bytes([value]))
         else:
@@ -269,7 +278,7 @@ def decode_all(raw: bytes) -> dict[str, Any]:
         if kind == "s":
             result[name] = raw[start + 1 : end].decode("utf-8", "replace")
         elif kind == "t":
-            result[name] = decode.field_table(raw[start:end])[1]
+            result[name] = decode_table(raw, start + 4, end)
         elif kind == "o":
             result[name] = raw[start]
         else:

@@ -28,10 +28,9 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pamqp import encode
-
 from rabbitish.engine.exchanges.base import freeze
 from rabbitish.engine.journal import Failed, Synced
+from rabbitish.protocol.field_tables import encode_table
 from rabbitish.store import ops
 from rabbitish.store.lock import DataDirLock
 from rabbitish.store.pager import KEEP_IN_MEMORY, Pager
@@ -49,10 +48,6 @@ BACKLOG_LIMIT = 64 * 1024 * 1024  # default bytes of unwritten messages kept whi
 OP_OVERHEAD = 256  # bytes counted per message record besides its body
 
 Waiter = tuple[int, Synced, Failed | None]
-
-
-def encode_table(table: dict[str, Any]) -> bytes:
-    return encode.field_table(table)
 
 
 def binding_args_key(arguments: dict[str, Any]) -> bytes:

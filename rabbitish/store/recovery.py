@@ -11,10 +11,9 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from pamqp import decode
-
 from rabbitish.engine.message import Message, PropertyCodec, bump_message_ids
 from rabbitish.engine.node import Node
+from rabbitish.protocol.field_tables import decode_table
 from rabbitish.store.pager import KEEP_IN_MEMORY, Pager
 
 log = logging.getLogger("rabbitish.store")
@@ -33,7 +32,7 @@ class RecoveryStats:
 
 
 def _table(blob: bytes) -> dict:
-    return decode.field_table(blob)[1] if blob else {}
+    return decode_table(blob, 4) if blob else {}
 
 
 def stored_message(

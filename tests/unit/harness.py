@@ -166,7 +166,7 @@ class Harness:
             _log.removeHandler(recorder)
         internal = [r for r in recorder.records if r.getMessage().startswith("internal error")]
         if internal:
-            exc = internal[0].exc_info[1] if internal[0].exc_info else None
+            exc = getattr(internal[0], "unexpected", None)
             raise InternalError(f"internal error while feeding {data!r}") from exc
 
     def send(self, channel: int, method: Method, chunks: int | None = None) -> list[Out]:
