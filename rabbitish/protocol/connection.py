@@ -7,8 +7,16 @@ states.py. Channel work goes to protocol.channel.
 Error handling follows RabbitMQ's reader: once open, a hard error sends connection.close and
 waits for close-ok; a frame error (the stream is out of sync) sends connection.close and stops
 reading; during the handshake errors close the socket without a word, except refused
-credentials (403, for clients announcing authentication_failure_close) and a refused vhost (530);
-a frame naming an unknown method drops the socket at once."""
+credentials (403, for clients announcing authentication_failure_close), a refused vhost (530)
+and, once tuned, errors about frames (501, 505); a frame naming an unknown method drops the
+socket at once.
+
+Hanging up follows RabbitMQ too, so that a client still sending never has its socket reset
+before it read why: a silent refusal or a frame error stops reading and lets the socket go
+after a moment (`linger`, the I/O layer's 3 s) unless the client hangs up first; a 403 waits
+as long for its close-ok; the client's own connection.close is answered with close-ok and the
+connection waits (state ANSWERED) for the client to hang up, answering another close the same
+way."""
 
 from __future__ import annotations
 
@@ -29,6 +37,7 @@ from rabbitish.protocol.channel import Channel
 from rabbitish.protocol.dispatch import ROUTES, Routes
 from rabbitish.protocol.framing import (
     HEARTBEAT_FRAME,
+    BadFrame,
     BadUtf8,
     Chunk,
     FrameReader,
@@ -73,8 +82,16 @@ _TO_CHANNEL = ConnectionAction.TO_CHANNEL
 
 
 class DropConnection(Exception):
-    """Close the socket now without a close method: what RabbitMQ does when a frame names a
-    method it does not know (its reader process crashes)."""
+    """Close the socket without a close method: at once, as RabbitMQ does when a frame names a
+    method it does not know (its reader process crashes), or with `linger`, as it refuses a
+    handshake."""
+
+    def __init__(self, reason: str, linger: bool = False) -> None:
+        super().__init__(reason)
+        self.linger = linger
+
+
+SILENT_CLOSE_DELAY = 3.0  # RabbitMQ's wait before closing after a refused handshake
 
 
 HALF_TRANSACTIONS_CAPABILITY = "rabbitish.half_transactions"
@@ -141,8 +158,10 @@ class Connection(BufferedOutput):
         self.capabilities: dict[str, Any] = {}
         self._wake = wake or (lambda: None)
         self.should_close = False  # the I/O layer closes the socket once output is flushed
-        self.linger = False  # ...after half-closing and waiting a moment for the peer to go
+        self.linger = False  # ...after reading nothing more for a moment (the peer may go first)
         self.close_reason: str | None = None
+        # Longest wait for close-ok after our connection.close (None: the I/O layer's default)
+        self.close_wait: float | None = None
         # Work to finish once the current input batch is processed (tx.commit-ok).
         self.pending_completions: list[Callable[[], None]] = []
 
@@ -188,7 +207,7 @@ class Connection(BufferedOutput):
                 if self.should_close or self.state is _CLOSED:
                     return
         except DropConnection as drop:
-            self._drop(str(drop))
+            self._drop(str(drop), drop.linger)
         except FrameSyncError as error:
             self._lost_sync(error)
         except AMQPError as error:
@@ -267,8 +286,12 @@ class Connection(BufferedOutput):
         return
 
     def _drop_frame(self, rule: Rule, ftype: int, payload: bytes, method: Method | None) -> None:
+        """A method RabbitMQ does not know crashes its reader: the socket goes at once. A known
+        one out of place during the handshake is refused silently (after a moment)."""
         class_id, method_id = method_ids(payload)
-        raise DropConnection(f"method {class_id}/{method_id} in state {self.state.name}")
+        raise DropConnection(
+            f"method {class_id}/{method_id} in state {self.state.name}", linger=method is not None
+        )
 
     def _frame_error(self, rule: Rule, ftype: int, payload: bytes, method: Method | None) -> None:
         raise unknown_frame(ftype, payload)
@@ -283,9 +306,10 @@ class Connection(BufferedOutput):
         raise rule.error.error(ftype, payload)
 
     def _close(self, rule: Rule, ftype: int, payload: bytes, method: Method | None) -> None:
+        """The client closes: release everything, close-ok, and let the client hang up."""
         self._teardown()
         self.send_method(0, commands.Connection.CloseOk())
-        self.should_close = True
+        self._advance(ConnectionEvent.CLOSE_ANSWERED)
         self.close_reason = "client closed"
 
     def _update_secret(self, rule: Rule, ftype: int, payload: bytes, method: Method | None) -> None:
@@ -304,10 +328,10 @@ class Connection(BufferedOutput):
         self.capabilities = caps if isinstance(caps, dict) else {}
         mechanism = method.mechanism
         if mechanism not in MECHANISMS.split():
-            raise DropConnection(f"unknown authentication mechanism '{mechanism}'")
+            raise DropConnection(f"unknown authentication mechanism '{mechanism}'", linger=True)
         credentials = parse_response(mechanism, method.response)
         if credentials is None:
-            raise DropConnection(f"malformed {mechanism} response")
+            raise DropConnection(f"malformed {mechanism} response", linger=True)
         user = self.node.users.authenticate(*credentials)
         if user is None:
             self._refuse_login(mechanism)
@@ -324,15 +348,18 @@ class Connection(BufferedOutput):
         )
 
     def _refuse_login(self, mechanism: str) -> None:
-        """403 for clients that asked to be told (then the socket closes), silence otherwise."""
+        """403 for clients that asked to be told (their close-ok, or a moment without it,
+        ends the connection), silence otherwise."""
         if self.capabilities.get("authentication_failure_close"):
             error = ConnectionError_(
                 403,
                 f"Login was refused using authentication mechanism {mechanism}. "
                 "For details see the broker logfile.",
             )
-            self._write_close(error)
-        self._drop("authentication failed")
+            self._close_with(error)
+            self.close_wait = SILENT_CLOSE_DELAY
+            return
+        self._drop("authentication failed", linger=True)
 
     def _tune_ok(self, rule: Rule, ftype: int, payload: bytes, method: Method | None) -> None:
         """The client's values must lie within ours; 0 (no limit) is refused because we have
@@ -349,9 +376,9 @@ class Connection(BufferedOutput):
     @staticmethod
     def _check_tuned(field: str, value: int, minimum: int, maximum: int) -> None:
         if value == 0 or value > maximum:
-            raise DropConnection(f"negotiated {field} = {value} is above {maximum}")
+            raise DropConnection(f"negotiated {field} = {value} is above {maximum}", linger=True)
         if value < minimum:
-            raise DropConnection(f"negotiated {field} = {value} is below {minimum}")
+            raise DropConnection(f"negotiated {field} = {value} is below {minimum}", linger=True)
 
     def _open(self, rule: Rule, ftype: int, payload: bytes, method: Method | None) -> None:
         assert isinstance(method, commands.Connection.Open)
@@ -377,11 +404,12 @@ class Connection(BufferedOutput):
     # ------------------------------------------------------------------ closing
     def connection_error(self, error: AMQPError) -> None:
         """A hard error: connection.close once open; during the handshake, just the socket."""
-        policy = error_policy(self.state, self.should_close).error
+        policies = error_policy(self.state, self.should_close)
+        policy = policies.bad_frame if isinstance(error, BadFrame) else policies.error
         if policy is OnError.CLOSE:
             self._close_with(error)
         elif policy is OnError.DROP:
-            self._drop(f"error in state {self.state.name}: {error.reply_text}")
+            self._drop(f"error in state {self.state.name}: {error.reply_text}", linger=True)
 
     def _lost_sync(self, error: FrameSyncError) -> None:
         """Frame error: say why, then read nothing more and let the socket go."""
@@ -391,7 +419,7 @@ class Connection(BufferedOutput):
             self.should_close = True
             self.linger = True
         elif policy is OnError.DROP:
-            self._drop(f"frame error: {error.reply_text}")
+            self._drop(f"frame error: {error.reply_text}", linger=True)
 
     def _close_with(self, error: AMQPError) -> None:
         self.close_reason = error.reply_text
@@ -404,10 +432,12 @@ class Connection(BufferedOutput):
             encode_close(0, CONNECTION_CLOSE, error.reply_code, error.reply_text, *_ids(error))
         )
 
-    def _drop(self, reason: str) -> None:
-        """Close the socket after flushing what is already queued, without a close method."""
+    def _drop(self, reason: str, linger: bool = False) -> None:
+        """Close the socket after flushing what is already queued, without a close method; with
+        `linger`, after reading nothing more for a moment."""
         self.close_reason = reason
         self.should_close = True
+        self.linger = linger
 
     def server_close(self, reply_code: int, text: str) -> None:
         """Broker-initiated close, e.g. 320 CONNECTION_FORCED on shutdown."""
@@ -421,7 +451,7 @@ class Connection(BufferedOutput):
         """Release everything the connection holds: channels (requeueing their unacked
         messages), exclusive queues, reply-to registrations."""
         for channel in list(self.channels.values()):
-            channel.teardown()
+            channel.connection_closed()
         self.channels.clear()
         if self.vhost is not None:
             self.vhost.owner_closed(self)

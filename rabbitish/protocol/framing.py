@@ -13,7 +13,7 @@ from pamqp import commands, decode
 from pamqp.base import Frame as Method
 
 from rabbitish.engine import erlang_terms
-from rabbitish.engine.errors import FRAME_ERROR, ConnectionError_, frame_error, unexpected_frame
+from rabbitish.engine.errors import FRAME_ERROR, UNEXPECTED_FRAME, ConnectionError_, frame_error
 from rabbitish.protocol.field_tables import decode_table
 
 FRAME_METHOD = 1
@@ -42,6 +42,11 @@ KNOWN_METHODS = frozenset(commands.INDEX_MAPPING)
 
 class FrameSyncError(ConnectionError_):
     """A 501 after which the byte stream cannot be trusted: nothing more is read."""
+
+
+class BadFrame(ConnectionError_):
+    """A 501 or 505 about a whole frame no state takes: RabbitMQ reports these from tune-ok on
+    (other handshake errors close the socket without a word)."""
 
 
 @dataclass(slots=True)
@@ -108,13 +113,13 @@ def frame_too_large(ftype: int, size: int, frame_max: int) -> FrameSyncError:
 def unknown_frame(ftype: int, payload: bytes) -> ConnectionError_:
     """501 for a frame RabbitMQ cannot classify: unknown type, a method or content header too
     short to hold its fixed fields, a heartbeat with a payload."""
-    return frame_error(_frame_text(ftype, payload, "unknown_frame"))
+    return BadFrame(FRAME_ERROR, _frame_text(ftype, payload, "unknown_frame"))
 
 
 def unexpected_frame_type(ftype: int, payload: bytes) -> ConnectionError_:
     """505 for a well-formed frame where none of its type may appear (content on channel 0, a
     heartbeat on a channel)."""
-    return unexpected_frame(_frame_text(ftype, payload, None))
+    return BadFrame(UNEXPECTED_FRAME, _frame_text(ftype, payload, None))
 
 
 def cannot_decode(fields: bytes) -> ConnectionError_:
