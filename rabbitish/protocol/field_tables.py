@@ -38,6 +38,7 @@ _FIXED = {
 }
 _DECIMAL = struct.Struct(">BI")
 _TIMESTAMP = struct.Struct(">Q")
+_DOUBLE = struct.Struct(">d")
 
 
 def decode_table(buf: bytes, pos: int = 0, end: int | None = None) -> dict[str, Any]:
@@ -146,7 +147,10 @@ def encode_table(table: dict[str, Any] | None) -> bytes:
 
 
 def encode_value(value: Any) -> bytes:
-    """One typed field value (see encode_table)."""
+    """One typed field value (see encode_table). Where pamqp's choice could not hold every
+    value a client can send, the value keeps a type that holds it: floats as doubles,
+    decimals with their unsigned mantissa, timestamps past the signed 64-bit range, long
+    strings that are not UTF-8 as bytes."""
     if isinstance(value, DeepValue):
         return bytes(value)
     if isinstance(value, dict):
@@ -154,7 +158,31 @@ def encode_value(value: Any) -> bytes:
     if isinstance(value, list):
         body = b"".join(encode_value(item) for item in value)
         return b"A" + _u32.pack(len(body)) + body
-    return encode.encode_table_value(value)
+    if type(value) is bytes:  # a long string that is not UTF-8
+        return b"S" + _u32.pack(len(value)) + value
+    if isinstance(value, float):
+        return b"d" + _DOUBLE.pack(value)
+    if isinstance(value, decimal.Decimal):
+        return _encode_decimal(value)
+    if type(value) is int and 1 << 63 <= value < 1 << 64:
+        return b"T" + _TIMESTAMP.pack(value)
+    try:
+        return encode.encode_table_value(value)
+    except TypeError as err:
+        raise ValueError(str(err)) from err
+
+
+def _encode_decimal(value: decimal.Decimal) -> bytes:
+    exponent = value.as_tuple().exponent
+    if isinstance(exponent, int):
+        places = max(0, -exponent)
+        unscaled = int(value.scaleb(places))
+        if places <= 255 and 0 <= unscaled <= 0xFFFFFFFF:
+            return b"D" + _DECIMAL.pack(places, unscaled)
+    try:
+        return encode.encode_table_value(value)  # pamqp's signed form
+    except TypeError as err:
+        raise ValueError(str(err)) from err
 
 
 def _key(key: str) -> str:

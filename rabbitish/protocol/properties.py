@@ -62,9 +62,14 @@ _u32 = struct.Struct(">I")
 
 
 def _field_end(raw: bytes, pos: int, kind: str) -> int:
+    """Where the field starting at `pos` ends; ValueError when its size is not there."""
     if kind == "s":
+        if pos >= len(raw):
+            raise ValueError("content header properties are truncated")
         return pos + 1 + raw[pos]
     if kind == "t":
+        if pos + 4 > len(raw):
+            raise ValueError("content header properties are truncated")
         return pos + 4 + _u32.unpack_from(raw, pos)[0]
     if kind == "o":
         return pos + 1
@@ -92,9 +97,14 @@ def spans(raw: bytes) -> tuple[int, dict[int, tuple[int, int]]]:
 
 
 def validate(raw: bytes) -> None:
-    """Check that raw properties are well formed (field tables included), so malformed input
-    is refused at publish time rather than breaking a consumer later."""
+    """Check that raw properties are well formed, as RabbitMQ decodes them at publish: every
+    field its flags announce is there, nothing follows the last one, field tables parse. So
+    malformed input is refused at publish time rather than breaking a consumer later. Raises
+    ValueError."""
     _flags, found = spans(raw)
+    end = max((span[1] for span in found.values()), default=2)
+    if end != len(raw):
+        raise ValueError("content header properties have trailing bytes")
     if HEADERS in found:
         start, end = found[HEADERS]
         check_table(raw, start + 4, end, utf8_keys=True)

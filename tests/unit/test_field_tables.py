@@ -77,7 +77,13 @@ def test_same_values_as_pamqp() -> None:
     }
     encoded = encode.field_table(table)
     assert decode_table(encoded, 4) == decode.field_table(encoded)[1]
-    assert encode_table(decode_table(encoded, 4)) == encoded
+    # Written back as pamqp writes it, except floats, kept as doubles (a float can hold less)
+    again = encode_table(decode_table(encoded, 4))
+    assert (
+        again.replace(b"\x05floatd?\xf8\x00\x00\x00\x00\x00\x00", b"\x05floatf?\xc0\x00\x00")[4:]
+        == encoded[4:]
+    )
+    assert decode_table(again, 4) == decode_table(encoded, 4)
 
 
 def test_timestamp_no_datetime_holds_stays_an_integer() -> None:
