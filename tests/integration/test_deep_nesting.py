@@ -4,10 +4,13 @@ properties. RabbitMQ accepts them all; so must rabbitish, on rabbitish and Rabbi
 
 from __future__ import annotations
 
+import struct
+
 import pytest
 from pamqp import commands
 
 from tests.support import deep_tables
+from tests.support.broker_process import BrokerProcess
 from tests.support.raw_amqp import PROTOCOL_HEADER, RawClient, raw_frame
 
 DEPTH = 15_000
@@ -55,3 +58,23 @@ def test_deep_client_properties_within_the_first_frame(amqp_url: str, kind: str)
         c.expect("Connection.Start")
         c.send(raw_frame(1, 0, deep_tables.start_ok_payload(properties)))
         c.expect("Connection.Tune")
+
+
+def test_deep_durable_arguments_survive_a_restart(tmp_path) -> None:
+    """Stored and recovered as they came (the redeclare after the restart is equivalent),
+    with a double no float32 holds."""
+    arguments = deep_tables.table(
+        {
+            "x-deep": deep_tables.nested_value(DEPTH // 2, "F"),
+            "x-arr": deep_tables.nested_value(DEPTH // 2, "A"),
+            "x-double": b"d" + struct.pack(">d", 1e300),
+        }
+    )
+    declare = deep_tables.queue_declare_payload("deep-durable", arguments, durable=True)
+    with BrokerProcess(data_dir=tmp_path, keep_port=True) as broker:
+        for _ in range(2):
+            with RawClient(broker.url, timeout=30).open() as c:
+                c.open_channel(1)
+                c.send(raw_frame(1, 1, declare))
+                c.expect("Queue.DeclareOk")
+            broker.restart()

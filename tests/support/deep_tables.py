@@ -47,9 +47,11 @@ def start_ok_payload(
     )
 
 
-def queue_declare_payload(queue: str, arguments: bytes, exclusive: bool = False) -> bytes:
-    """queue.declare (not passive, not durable, no-wait off) with an encoded arguments table."""
-    bits = 0x04 if exclusive else 0
+def queue_declare_payload(
+    queue: str, arguments: bytes, exclusive: bool = False, durable: bool = False
+) -> bytes:
+    """queue.declare (not passive, no-wait off) with an encoded arguments table."""
+    bits = (0x04 if exclusive else 0) | (0x02 if durable else 0)
     return struct.pack(">HHH", 50, 10, 0) + _shortstr(queue) + bytes([bits]) + arguments
 
 
