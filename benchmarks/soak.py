@@ -150,6 +150,7 @@ def _declare_shared(url: str) -> None:
 
 
 async def _soak(url: str, pids: list[int], args: argparse.Namespace, stats: Stats) -> None:
+    asyncio.get_running_loop().set_exception_handler(lambda _loop, _context: None)  # killed
     rng = random.Random(args.seed)
     clients: list[Client] = []
     for start in range(0, args.connections, 50):  # open in batches
@@ -158,22 +159,33 @@ async def _soak(url: str, pids: list[int], args: argparse.Namespace, stats: Stat
         clients += batch
     print(f"{len(clients)} connections open", flush=True)
     began = time.monotonic()
-    end = began + args.minutes * 60
-    next_sample = began
-    while time.monotonic() < end:
-        await asyncio.sleep(args.kill_every)
-        victim = rng.randrange(len(clients))
-        clients[victim].kill()
+    replacing: set[asyncio.Task[None]] = set()
+
+    async def replace(index: int) -> None:
         fresh = Client(url, rng, stats)
         try:
             await fresh.start()
-        except Exception:  # the broker refusing a connection is counted, not fatal here
+        except Exception:  # counted: a broker refusing connections shows here
             stats.errors += 1
-            continue
-        clients[victim] = fresh
-        if time.monotonic() >= next_sample:
+            return
+        clients[index] = fresh
+
+    async def sample() -> None:
+        while True:
             stats.rss.append((time.monotonic() - began, rss_bytes(pids)))
-            next_sample += 5
+            await asyncio.sleep(5)
+
+    sampler = asyncio.create_task(sample())
+    end = began + args.minutes * 60
+    while time.monotonic() < end:
+        await asyncio.sleep(args.kill_every)
+        index = rng.randrange(len(clients))
+        clients[index].kill()
+        task = asyncio.create_task(replace(index))
+        replacing.add(task)
+        task.add_done_callback(replacing.discard)
+    sampler.cancel()
+    await asyncio.gather(*replacing, return_exceptions=True)
     await asyncio.gather(*(c.close() for c in clients))
 
 
@@ -198,15 +210,17 @@ def run(url: str, management: str, pids: list[int], args: argparse.Namespace) ->
     while any(left.values()) and time.monotonic() < deadline:  # closes still settling
         time.sleep(1)
         left = _leftovers(management)
-    warm = [rss for t, rss in stats.rss if t <= args.warmup]
-    late = [rss for t, rss in stats.rss if t >= args.minutes * 60 - 30] or [stats.rss[-1][1]]
+    # RSS: the median of the first 30 s after warm-up against the median of the last 30 s.
+    warm = [rss for t, rss in stats.rss if args.warmup <= t <= args.warmup + 30]
+    late = [rss for t, rss in stats.rss if t >= args.minutes * 60 - 30]
     warm_rss = statistics.median(warm or [stats.rss[0][1]])
-    end_rss = statistics.median(late)
+    end_rss = statistics.median(late or [stats.rss[-1][1]])
     return {
         "minutes": round((time.monotonic() - started) / 60, 1),
         "connections held": args.connections,
         "connections opened": stats.opened,
         "clients killed": stats.killed,
+        "RSS samples": len(stats.rss),
         "messages published": stats.published,
         "messages consumed": stats.consumed,
         "client errors": stats.errors,
