@@ -11,12 +11,10 @@ credentials (403, for clients announcing authentication_failure_close), a refuse
 and, once tuned, errors about frames (501, 505); a frame naming an unknown method drops the
 socket at once.
 
-Hanging up follows RabbitMQ too, so that a client still sending never has its socket reset
-before it read why: a silent refusal or a frame error stops reading and lets the socket go
-after a moment (`linger`, the I/O layer's 3 s) unless the client hangs up first; a 403 waits
-as long for its close-ok; the client's own connection.close is answered with close-ok and the
-connection waits (state ANSWERED) for the client to hang up, answering another close the same
-way."""
+Hanging up follows RabbitMQ too, so a client still sending never has its socket reset before
+it read why: a silent refusal or a frame error stops reading (`linger`: the socket goes after
+3 s unless the client goes first); a 403 waits as long for close-ok; the client's own close is
+answered with close-ok, then the client hangs up first (state ANSWERED)."""
 
 from __future__ import annotations
 
@@ -160,8 +158,7 @@ class Connection(BufferedOutput):
         self.should_close = False  # the I/O layer closes the socket once output is flushed
         self.linger = False  # ...after reading nothing more for a moment (the peer may go first)
         self.close_reason: str | None = None
-        # Longest wait for close-ok after our connection.close (None: the I/O layer's default)
-        self.close_wait: float | None = None
+        self.close_wait: float | None = None  # longest wait for close-ok (None: I/O default)
         # Work to finish once the current input batch is processed (tx.commit-ok).
         self.pending_completions: list[Callable[[], None]] = []
 
@@ -286,8 +283,8 @@ class Connection(BufferedOutput):
         return
 
     def _drop_frame(self, rule: Rule, ftype: int, payload: bytes, method: Method | None) -> None:
-        """A method RabbitMQ does not know crashes its reader: the socket goes at once. A known
-        one out of place during the handshake is refused silently (after a moment)."""
+        """An unknown method crashes RabbitMQ's reader (the socket goes at once); a known one
+        out of place in the handshake is a silent refusal."""
         class_id, method_id = method_ids(payload)
         raise DropConnection(
             f"method {class_id}/{method_id} in state {self.state.name}", linger=method is not None
@@ -348,8 +345,7 @@ class Connection(BufferedOutput):
         )
 
     def _refuse_login(self, mechanism: str) -> None:
-        """403 for clients that asked to be told (their close-ok, or a moment without it,
-        ends the connection), silence otherwise."""
+        """403 for clients that asked to be told (then close-ok or 3 s), silence otherwise."""
         if self.capabilities.get("authentication_failure_close"):
             error = ConnectionError_(
                 403,
@@ -433,8 +429,7 @@ class Connection(BufferedOutput):
         )
 
     def _drop(self, reason: str, linger: bool = False) -> None:
-        """Close the socket after flushing what is already queued, without a close method; with
-        `linger`, after reading nothing more for a moment."""
+        """Close the socket after flushing output, no close method (`linger`: see the top)."""
         self.close_reason = reason
         self.should_close = True
         self.linger = linger

@@ -11,6 +11,7 @@ from pamqp import commands
 
 from rabbitish.protocol.field_types import FIELD_TYPES
 from tests.support import deep_tables
+from tests.unit.test_state_walk import zero_arguments
 
 _u32 = struct.Struct(">I")
 INDEXES = sorted(commands.INDEX_MAPPING)
@@ -57,29 +58,6 @@ def field_table(draw: st.DrawFn, depth: int = 0) -> bytes:
 
 
 # ---------------------------------------------------------------------- frames
-def _zero_arguments(cls: type) -> bytes:
-    out, bits = b"", 0
-    zero = {
-        "octet": 1,
-        "short": 2,
-        "long": 4,
-        "longlong": 8,
-        "shortstr": 1,
-        "longstr": 4,
-        "table": 4,
-    }
-    for name in cls.__slots__:
-        kind = cls.amqp_type(name)
-        if kind == "bit":
-            if bits % 8 == 0:
-                out += b"\0"
-            bits += 1
-        else:
-            bits = 0
-            out += b"\0" * zero[kind]
-    return out
-
-
 @st.composite
 def method_payload(draw: st.DrawFn) -> bytes:
     """A method payload: a known method with its zero arguments, with a field table or short
@@ -88,7 +66,7 @@ def method_payload(draw: st.DrawFn) -> bytes:
         return draw(st.binary(max_size=12))
     index = draw(st.sampled_from(INDEXES))
     cls = commands.INDEX_MAPPING[index]
-    payload = _u32.pack(index) + _zero_arguments(cls)
+    payload = _u32.pack(index) + zero_arguments(cls)
     mutation = draw(st.integers(0, 5))
     if mutation == 1 and any(cls.amqp_type(n) == "table" for n in cls.__slots__):
         payload = payload[:-4] + draw(field_table())  # the table is the last argument

@@ -76,6 +76,7 @@ class Broker:
         h.handshake()
         h.open_channel(1)
         h.send(1, commands.Queue.Declare(queue="q", auto_delete=False))
+        h.send(1, commands.Queue.Purge(queue="q"))  # what earlier inputs left there
         h.frames()
         return h
 
