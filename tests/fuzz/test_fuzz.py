@@ -8,12 +8,12 @@ import pytest
 from tests.fuzz.run import TARGETS, Tally, build, configured
 
 EXAMPLES = {
-    "frame_reader": 300,
-    "connection": 300,
-    "content": 200,
+    "frame_reader": 250,
+    "connection": 200,
+    "content": 150,
     "field_table": 300,
-    "amqp10_codec": 300,
-    "amqp10_connection": 150,
+    "amqp10_codec": 200,
+    "amqp10_connection": 120,
 }
 
 
