@@ -66,6 +66,7 @@ class Stats:
     published: int = 0
     consumed: int = 0
     errors: int = 0
+    error_kinds: dict[str, int] = field(default_factory=dict)
     rss: list[tuple[float, int]] = field(default_factory=list)
 
 
@@ -165,8 +166,10 @@ async def _soak(url: str, pids: list[int], args: argparse.Namespace, stats: Stat
         fresh = Client(url, rng, stats)
         try:
             await fresh.start()
-        except Exception:  # counted: a broker refusing connections shows here
+        except Exception as exc:  # counted: a broker refusing connections shows here
             stats.errors += 1
+            kind = f"{type(exc).__name__}: {exc}"[:100]
+            stats.error_kinds[kind] = stats.error_kinds.get(kind, 0) + 1
             return
         clients[index] = fresh
 
@@ -224,6 +227,7 @@ def run(url: str, management: str, pids: list[int], args: argparse.Namespace) ->
         "messages published": stats.published,
         "messages consumed": stats.consumed,
         "client errors": stats.errors,
+        "client error kinds": stats.error_kinds,
         "RSS after warm-up MiB": round(warm_rss / MIB, 1),
         "RSS at the end MiB": round(end_rss / MIB, 1),
         "RSS peak MiB": round(max(r for _, r in stats.rss) / MIB, 1),
