@@ -5,8 +5,9 @@ minutes and loads the machine); its figures go to docs/reliability.md.
 Each client connection opens two channels: one publishes transient messages to one of a few
 shared queues (bounded with x-max-length so a slow consumer cannot grow a backlog), in confirm
 mode, in transactions or plain; the other declares an exclusive queue of its own and consumes
-from a shared queue with manual acks and a prefetch, so a killed client leaves unacked
-messages, a consumer and an exclusive queue behind for the broker to clean up. Every few
+from a shared queue with manual acks (one in twenty held back for up to 10 s) and a prefetch,
+so a killed client leaves unacked messages, a consumer and an exclusive queue behind for the
+broker to clean up. Every few
 hundred milliseconds a random client is killed (its socket aborted, no close) and replaced.
 
 At the end every client closes; the broker must then show, through the management API, no
@@ -67,6 +68,7 @@ class Stats:
     consumed: int = 0
     errors: int = 0
     error_kinds: dict[str, int] = field(default_factory=dict)
+    backlog: int = 0  # messages ready in the queues when the run ended
     rss: list[tuple[float, int]] = field(default_factory=list)
 
 
@@ -96,7 +98,9 @@ class Client:
 
         async def on_message(message: Any) -> None:
             self.stats.consumed += 1
-            if self.rng.random() < 0.95:  # some stay unacked until the client dies or closes
+            if self.rng.random() < 0.05:  # some stay unacked a while: a kill catches them
+                await asyncio.sleep(self.rng.uniform(1, 10))
+            with contextlib.suppress(Exception):
                 await sub.basic_ack(message.delivery.delivery_tag)
 
         await sub.basic_consume(queue, on_message)
@@ -188,6 +192,7 @@ async def _soak(url: str, pids: list[int], args: argparse.Namespace, stats: Stat
         replacing.add(task)
         task.add_done_callback(replacing.discard)
     sampler.cancel()
+    stats.backlog = sum(q.get("messages_ready", 0) for q in _get(args.management, "/api/queues"))
     await asyncio.gather(*replacing, return_exceptions=True)
     await asyncio.gather(*(c.close() for c in clients))
 
@@ -203,7 +208,8 @@ def _leftovers(management: str) -> dict[str, int]:
     }
 
 
-def run(url: str, management: str, pids: list[int], args: argparse.Namespace) -> dict[str, Any]:
+def run(url: str, pids: list[int], args: argparse.Namespace) -> dict[str, Any]:
+    management = args.management
     _declare_shared(url)
     stats = Stats()
     started = time.monotonic()
@@ -226,6 +232,7 @@ def run(url: str, management: str, pids: list[int], args: argparse.Namespace) ->
         "RSS samples": len(stats.rss),
         "messages published": stats.published,
         "messages consumed": stats.consumed,
+        "messages ready at the end": stats.backlog,
         "client errors": stats.errors,
         "client error kinds": stats.error_kinds,
         "RSS after warm-up MiB": round(warm_rss / MIB, 1),
@@ -254,7 +261,7 @@ def main() -> int:
     _soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
     if args.url:
-        figures = run(args.url, args.management, process_tree(args.pid), args)
+        figures = run(args.url, process_tree(args.pid), args)
     else:
         with (
             tempfile.TemporaryDirectory(prefix="rabbitish-soak-") as data,
@@ -263,8 +270,8 @@ def main() -> int:
             port.release()  # the broker binds it
             with BrokerProcess("--management-port", str(port.port), data_dir=data) as broker:
                 assert broker.proc is not None
-                management = f"http://127.0.0.1:{port.port}"
-                figures = run(broker.url, management, process_tree(broker.proc.pid), args)
+                args.management = f"http://127.0.0.1:{port.port}"
+                figures = run(broker.url, process_tree(broker.proc.pid), args)
     print(json.dumps(figures, indent=2))
     left = sum(v for k, v in figures.items() if k.startswith("left: "))
     return 0 if left == 0 and figures["RSS growth %"] < 10 else 1
