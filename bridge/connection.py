@@ -54,7 +54,7 @@ from rabbitish.bridge.transactions import TransactionTable
 
 from rabbitish.config import Config
 from rabbitish.engine.auth import Authorize, Peer, may_log_in_from
-from rabbitish.engine.errors import AMQPError
+from rabbitish.engine.errors import AMQPError, log_unexpected
 from rabbitish.engine.node import Node
 from rabbitish.engine.sessions import BufferedOutput, ConnectionView
 from rabbitish.engine.vhost import VirtualHost
@@ -214,7 +214,7 @@ class Connection10(BufferedOutput):
         except ConnectionClosed as err:
             self._error(err.condition, err.description)
         except Exception:
-            log.exception("internal error on AMQP 1.0 connection %s", self.peer)
+            log_unexpected(log, f"AMQP 1.0 connection {self.peer}")
             self._error(INTERNAL_ERROR, "")
         finally:
             for session in list(self.sessions.values()):

@@ -3,6 +3,9 @@ them; the 0-9-1 front end sends the code as is and the 1.0 bridge maps it to a 1
 
 from __future__ import annotations
 
+import logging
+import sys
+
 # Reply codes (AMQP 0-9-1 constants).
 REPLY_SUCCESS = 200
 CONTENT_TOO_LARGE = 311
@@ -139,3 +142,15 @@ def unexpected_frame(text: str) -> ConnectionError_:
 
 def syntax_error(text: str) -> ConnectionError_:
     return ConnectionError_(SYNTAX_ERROR, text)
+
+
+def log_unexpected(logger: logging.Logger, where: str) -> None:
+    """Log the exception being handled, which client input caused, in one line: a client
+    controls its input, so a traceback per connection would let it fill the log. The
+    traceback goes to debug level; the exception rides on the record (`unexpected`)."""
+    exc = sys.exc_info()[1]
+    text = f"{type(exc).__name__}: {exc}"
+    if len(text) > 300:
+        text = text[:300] + "..."
+    logger.error("internal error on %s: %s", where, text, extra={"unexpected": exc})
+    logger.debug("internal error on %s", where, exc_info=True)

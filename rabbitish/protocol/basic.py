@@ -11,6 +11,7 @@ from pamqp import commands
 
 from rabbitish.engine.delivery import Delivery, Outcome, settle
 from rabbitish.engine.errors import (
+    INTERNAL_ERROR,
     ConnectionError_,
     not_implemented,
     precondition_failed,
@@ -55,12 +56,12 @@ def publish(
         ch.may_write.add(exchange_name)
     exchange = vhost.publish_exchange(exchange_name)
     try:
-        info = properties.PropertyInfo(raw_properties)
-        if raw_properties[0] & 0x20:  # headers present: validate the table once, here
-            properties.validate(raw_properties)
-        user_id = _user_id(raw_properties)
+        properties.validate(raw_properties)
     except (ValueError, IndexError) as err:
-        raise ConnectionError_(502, "malformed content header properties").at(60, 40) from err
+        # RabbitMQ's channel crashes decoding them: 541 with no method named.
+        raise ConnectionError_(INTERNAL_ERROR, "").at(0, 0) from err
+    info = properties.PropertyInfo(raw_properties)
+    user_id = _user_id(raw_properties)
     if info.reply_to == REPLY_TO:
         if ch.reply_to_name is None:
             raise precondition_failed("fast reply consumer does not exist")

@@ -276,6 +276,13 @@ class Channel:
         self.teardown()
         self._advance(ChannelEvent.CLOSE_SENT)
 
+    def connection_closed(self) -> None:
+        """The connection closed or went: release everything; nothing more goes out here (a
+        commit in progress completes without its commit-ok)."""
+        self.teardown()
+        if not self.closed:
+            self._advance(ChannelEvent.CONNECTION_CLOSED)
+
     def teardown(self) -> None:
         """Release what the channel holds: consumers, unacked deliveries (requeued in place),
         staged transaction work, direct reply-to registration."""

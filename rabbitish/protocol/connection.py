@@ -7,8 +7,14 @@ states.py. Channel work goes to protocol.channel.
 Error handling follows RabbitMQ's reader: once open, a hard error sends connection.close and
 waits for close-ok; a frame error (the stream is out of sync) sends connection.close and stops
 reading; during the handshake errors close the socket without a word, except refused
-credentials (403, for clients announcing authentication_failure_close) and a refused vhost (530);
-a frame naming an unknown method drops the socket at once."""
+credentials (403, for clients announcing authentication_failure_close), a refused vhost (530)
+and, once tuned, errors about frames (501, 505); a frame naming an unknown method drops the
+socket at once.
+
+Hanging up follows RabbitMQ too, so a client still sending never has its socket reset before
+it read why: a silent refusal or a frame error stops reading (`linger`: the socket goes after
+3 s unless the client goes first); a 403 waits as long for close-ok; the client's own close is
+answered with close-ok, then the client hangs up first (state ANSWERED)."""
 
 from __future__ import annotations
 
@@ -22,7 +28,13 @@ from pamqp.base import Frame as Method
 
 from rabbitish.config import Config
 from rabbitish.engine.auth import Authorize, Peer, may_log_in_from
-from rabbitish.engine.errors import MAX_MESSAGE_SIZE, AMQPError, ConnectionError_, frame_error
+from rabbitish.engine.errors import (
+    MAX_MESSAGE_SIZE,
+    AMQPError,
+    ConnectionError_,
+    frame_error,
+    log_unexpected,
+)
 from rabbitish.engine.node import Node
 from rabbitish.engine.sessions import BufferedOutput, ConnectionView
 from rabbitish.engine.vhost import VirtualHost
@@ -31,6 +43,7 @@ from rabbitish.protocol.channel import Channel
 from rabbitish.protocol.dispatch import ROUTES, Routes
 from rabbitish.protocol.framing import (
     HEARTBEAT_FRAME,
+    BadFrame,
     BadUtf8,
     Chunk,
     FrameReader,
@@ -73,8 +86,16 @@ _TO_CHANNEL = ConnectionAction.TO_CHANNEL
 
 
 class DropConnection(Exception):
-    """Close the socket now without a close method: what RabbitMQ does when a frame names a
-    method it does not know (its reader process crashes)."""
+    """Close the socket without a close method: at once, as RabbitMQ does when a frame names a
+    method it does not know (its reader process crashes), or with `linger`, as it refuses a
+    handshake."""
+
+    def __init__(self, reason: str, linger: bool = False) -> None:
+        super().__init__(reason)
+        self.linger = linger
+
+
+SILENT_CLOSE_DELAY = 3.0  # RabbitMQ's wait before closing after a refused handshake
 
 
 HALF_TRANSACTIONS_CAPABILITY = "rabbitish.half_transactions"
@@ -146,8 +167,9 @@ class Connection(BufferedOutput):
         self.auth_mechanism = ""
         self._wake = wake or (lambda: None)
         self.should_close = False  # the I/O layer closes the socket once output is flushed
-        self.linger = False  # ...after half-closing and waiting a moment for the peer to go
+        self.linger = False  # ...after reading nothing more for a moment (the peer may go first)
         self.close_reason: str | None = None
+        self.close_wait: float | None = None  # longest wait for close-ok (None: I/O default)
         # Work to finish once the current input batch is processed (tx.commit-ok).
         self.pending_completions: list[Callable[[], None]] = []
 
@@ -193,7 +215,7 @@ class Connection(BufferedOutput):
                 if self.should_close or self.state is _CLOSED:
                     return
         except DropConnection as drop:
-            self._drop(str(drop))
+            self._drop(str(drop), drop.linger)
         except FrameSyncError as error:
             self._lost_sync(error)
         except AMQPError as error:
@@ -201,7 +223,7 @@ class Connection(BufferedOutput):
         except Exception:
             # A bug must cost one connection, never the broker: RabbitMQ answers a crashed
             # channel the same way.
-            log.exception("internal error on connection %s", self.peer)
+            log_unexpected(log, f"connection {self.peer}")
             self.connection_error(ConnectionError_(541, ""))
         finally:
             for channel in list(self.channels.values()):
@@ -273,8 +295,12 @@ class Connection(BufferedOutput):
         return
 
     def _drop_frame(self, rule: Rule, ftype: int, payload: bytes, method: Method | None) -> None:
+        """An unknown method crashes RabbitMQ's reader (the socket goes at once); a known one
+        out of place in the handshake is a silent refusal."""
         class_id, method_id = method_ids(payload)
-        raise DropConnection(f"method {class_id}/{method_id} in state {self.state.name}")
+        raise DropConnection(
+            f"method {class_id}/{method_id} in state {self.state.name}", linger=method is not None
+        )
 
     def _frame_error(self, rule: Rule, ftype: int, payload: bytes, method: Method | None) -> None:
         raise unknown_frame(ftype, payload)
@@ -289,9 +315,10 @@ class Connection(BufferedOutput):
         raise rule.error.error(ftype, payload)
 
     def _close(self, rule: Rule, ftype: int, payload: bytes, method: Method | None) -> None:
+        """The client closes: release everything, close-ok, and let the client hang up."""
         self._teardown()
         self.send_method(0, commands.Connection.CloseOk())
-        self.should_close = True
+        self._advance(ConnectionEvent.CLOSE_ANSWERED)
         self.close_reason = "client closed"
 
     def _update_secret(self, rule: Rule, ftype: int, payload: bytes, method: Method | None) -> None:
@@ -312,7 +339,7 @@ class Connection(BufferedOutput):
         try:
             user = sasl.login(self.node.users, self.peer_info, mechanism, method.response)
         except sasl.MalformedResponse as err:
-            raise DropConnection(str(err)) from err
+            raise DropConnection(str(err), linger=True) from err
         if user is None:
             self._refuse_login(mechanism)
             return
@@ -335,15 +362,17 @@ class Connection(BufferedOutput):
         )
 
     def _refuse_login(self, mechanism: str) -> None:
-        """403 for clients that asked to be told (then the socket closes), silence otherwise."""
+        """403 for clients that asked to be told (then close-ok or 3 s), silence otherwise."""
         if self.capabilities.get("authentication_failure_close"):
             error = ConnectionError_(
                 403,
                 f"Login was refused using authentication mechanism {mechanism}. "
                 "For details see the broker logfile.",
             )
-            self._write_close(error)
-        self._drop("authentication failed")
+            self._close_with(error)
+            self.close_wait = SILENT_CLOSE_DELAY
+            return
+        self._drop("authentication failed", linger=True)
 
     def _tune_ok(self, rule: Rule, ftype: int, payload: bytes, method: Method | None) -> None:
         """The client's values must lie within ours; 0 (no limit) is refused because we have
@@ -360,9 +389,9 @@ class Connection(BufferedOutput):
     @staticmethod
     def _check_tuned(field: str, value: int, minimum: int, maximum: int) -> None:
         if value == 0 or value > maximum:
-            raise DropConnection(f"negotiated {field} = {value} is above {maximum}")
+            raise DropConnection(f"negotiated {field} = {value} is above {maximum}", linger=True)
         if value < minimum:
-            raise DropConnection(f"negotiated {field} = {value} is below {minimum}")
+            raise DropConnection(f"negotiated {field} = {value} is below {minimum}", linger=True)
 
     def _open(self, rule: Rule, ftype: int, payload: bytes, method: Method | None) -> None:
         assert isinstance(method, commands.Connection.Open)
@@ -388,11 +417,12 @@ class Connection(BufferedOutput):
     # ------------------------------------------------------------------ closing
     def connection_error(self, error: AMQPError) -> None:
         """A hard error: connection.close once open; during the handshake, just the socket."""
-        policy = error_policy(self.state, self.should_close).error
+        policies = error_policy(self.state, self.should_close)
+        policy = policies.bad_frame if isinstance(error, BadFrame) else policies.error
         if policy is OnError.CLOSE:
             self._close_with(error)
         elif policy is OnError.DROP:
-            self._drop(f"error in state {self.state.name}: {error.reply_text}")
+            self._drop(f"error in state {self.state.name}: {error.reply_text}", linger=True)
 
     def _lost_sync(self, error: FrameSyncError) -> None:
         """Frame error: say why, then read nothing more and let the socket go."""
@@ -402,7 +432,7 @@ class Connection(BufferedOutput):
             self.should_close = True
             self.linger = True
         elif policy is OnError.DROP:
-            self._drop(f"frame error: {error.reply_text}")
+            self._drop(f"frame error: {error.reply_text}", linger=True)
 
     def _close_with(self, error: AMQPError) -> None:
         self.close_reason = error.reply_text
@@ -415,10 +445,11 @@ class Connection(BufferedOutput):
             encode_close(0, CONNECTION_CLOSE, error.reply_code, error.reply_text, *_ids(error))
         )
 
-    def _drop(self, reason: str) -> None:
-        """Close the socket after flushing what is already queued, without a close method."""
+    def _drop(self, reason: str, linger: bool = False) -> None:
+        """Close the socket after flushing output, no close method (`linger`: see the top)."""
         self.close_reason = reason
         self.should_close = True
+        self.linger = linger
 
     def server_close(self, reply_code: int, text: str) -> None:
         """Broker-initiated close, e.g. 320 CONNECTION_FORCED on shutdown."""
@@ -432,7 +463,7 @@ class Connection(BufferedOutput):
         """Release everything the connection holds: channels (requeueing their unacked
         messages), exclusive queues, reply-to registrations."""
         for channel in list(self.channels.values()):
-            channel.teardown()
+            channel.connection_closed()
         self.node.churn["channel_closed"] += len(self.channels)
         self.channels.clear()
         if self.vhost is not None:

@@ -47,6 +47,20 @@ FIELD_TYPES: dict[int, FieldType] = {
 }
 TABLE = ord("F")
 ARRAY = ord("A")
+MAX_DEPTH = 64  # nesting kept as Python values; deeper tables and arrays stay encoded
+
+
+class DeepValue(bytes):
+    """A table or array nested deeper than MAX_DEPTH, kept as its encoded typed value (tag
+    included) so nothing that walks decoded values recurses deeper than that. Compares and
+    hashes as those bytes, and is written back byte for byte."""
+
+    __slots__ = ()
+
+    @property
+    def kind(self) -> str:
+        return FIELD_TYPES[self[0]].name
+
 
 _u32 = struct.Struct(">I")
 
@@ -66,51 +80,44 @@ def value_end(buf: bytes, pos: int) -> int:
     return pos + 5 + _u32.unpack_from(buf, pos + 1)[0]
 
 
-def check_table(buf: bytes, pos: int, end: int, decodable: bool = False) -> None:
+def check_table(buf: bytes, pos: int, end: int, utf8_keys: bool = False) -> None:
     """Walk a field table's entries between pos and end: every key and value must lie inside,
-    nested tables and arrays too. Raises ValueError otherwise. With `decodable`, also refuse
-    what pamqp could not decode later (a key that is not UTF-8, a 'U' value, a timestamp past
-    year 9999), without decoding the rest: the publish path checks headers this way."""
-    while pos < end:
-        start = pos + 1
-        pos = start + buf[pos]
-        if pos >= end:
-            raise ValueError("table entry runs past the end")
-        if decodable:
-            buf[start:pos].decode()
-        pos = _check_value(buf, pos, end, decodable)
+    nested tables and arrays too (iteratively: any depth), and with `utf8_keys` every key must
+    be UTF-8. Raises ValueError otherwise."""
+    check_contents(buf, pos, end, True, utf8_keys)
 
 
-_UNDECODABLE = ord("U")
-_TIMESTAMP = ord("T")
-_MAX_TIMESTAMP = 253402300799  # 9999-12-31T23:59:59Z, the last second a datetime holds
-_u64 = struct.Struct(">Q")
-
-
-def _check_value(buf: bytes, pos: int, end: int, decodable: bool = False) -> int:
-    tag = buf[pos]
-    size = _field_type(tag).size
-    if size is not None:
-        if decodable and pos + 1 + size <= end:
-            if tag == _UNDECODABLE:
-                raise ValueError("field type U")
-            if tag == _TIMESTAMP and _u64.unpack_from(buf, pos + 1)[0] > _MAX_TIMESTAMP:
-                raise ValueError("timestamp out of range")
-        pos += 1 + size
-    else:
+def check_contents(buf: bytes, pos: int, end: int, table: bool, utf8_keys: bool = False) -> None:
+    """check_table for the contents of a table (`table`) or an array between pos and end."""
+    stack = [(table, end)]  # open containers: (is a table, where its bytes end)
+    while stack:
+        in_table, stop = stack[-1]
+        if pos >= stop:
+            stack.pop()
+            continue
+        if in_table:
+            key_end = pos + 1 + buf[pos]
+            if key_end >= stop:
+                raise ValueError("table entry runs past the end")
+            if utf8_keys:
+                bytes(buf[pos + 1 : key_end]).decode("utf-8")
+            pos = key_end
+        tag = buf[pos]
+        size = _field_type(tag).size
+        if size is not None:
+            pos += 1 + size
+            if pos > stop:
+                raise ValueError("field value runs past the end")
+            continue
         start = pos + 5
-        if start > end:
+        if start > stop:
             raise ValueError("field length runs past the end")
         pos = start + _u32.unpack_from(buf, pos + 1)[0]
-        if tag == TABLE and pos <= end:
-            check_table(buf, start, pos, decodable)
-        elif tag == ARRAY and pos <= end:
-            item = start
-            while item < pos:
-                item = _check_value(buf, item, pos, decodable)
-    if pos > end:
-        raise ValueError("field value runs past the end")
-    return pos
+        if pos > stop:
+            raise ValueError("field value runs past the end")
+        if tag in (TABLE, ARRAY):
+            stack.append((tag == TABLE, pos))
+            pos = start
 
 
 def raw_entries(table: bytes) -> list[tuple[bytes, bytes]]:
@@ -157,26 +164,29 @@ _TAGS = {
 }
 
 
-def typed_table(table: bytes) -> dict[str, FieldValue]:
+def typed_table(table: bytes, depth: int = 0) -> dict[str, FieldValue]:
     """An encoded field table (with its length prefix) as FieldValues, types kept."""
     return {
-        key[1:].decode("utf-8", "replace"): typed_value(value, 0)[0]
+        key[1:].decode("utf-8", "replace"): typed_value(value, 0, depth)[0]
         for key, value in raw_entries(table)
     }
 
 
-def typed_value(buf: bytes, pos: int) -> tuple[FieldValue, int]:
-    """The typed value whose tag is at `pos`, and where it ends."""
+def typed_value(buf: bytes, pos: int, depth: int = 0) -> tuple[FieldValue, int]:
+    """The typed value whose tag is at `pos`, and where it ends. Tables and arrays more than
+    MAX_DEPTH levels down stay encoded (DeepValue)."""
     tag = buf[pos]
     kind = _field_type(tag).name
     end = value_end(buf, pos)
     value: Any
-    if tag == TABLE:
-        value = typed_table(buf[pos + 1 : end])
+    if tag in (TABLE, ARRAY) and depth >= MAX_DEPTH:
+        value = DeepValue(buf[pos:end])
+    elif tag == TABLE:
+        value = typed_table(buf[pos + 1 : end], depth + 1)
     elif tag == ARRAY:
         value, item = [], pos + 5
         while item < end:
-            element, item = typed_value(buf, item)
+            element, item = typed_value(buf, item, depth + 1)
             value.append(element)
     elif tag in _FORMATS:
         value = _FORMATS[tag].unpack_from(buf, pos + 1)[0]
@@ -197,6 +207,8 @@ def encode_typed(field: FieldValue) -> bytes:
     a value its type cannot hold."""
     tag = _TAGS[field.kind]
     value = field.value
+    if isinstance(value, DeepValue):
+        return bytes(value)
     if tag in _FORMATS:
         try:
             return bytes([tag]) + _FORMATS[tag].pack(value)

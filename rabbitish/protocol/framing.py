@@ -13,8 +13,8 @@ from pamqp import commands, decode
 from pamqp.base import Frame as Method
 
 from rabbitish.engine import erlang_terms
-from rabbitish.engine.errors import FRAME_ERROR, ConnectionError_, frame_error, unexpected_frame
-from rabbitish.protocol.field_types import check_table
+from rabbitish.engine.errors import FRAME_ERROR, UNEXPECTED_FRAME, ConnectionError_, frame_error
+from rabbitish.protocol.field_tables import decode_table
 
 FRAME_METHOD = 1
 FRAME_HEADER = 2
@@ -42,6 +42,11 @@ KNOWN_METHODS = frozenset(commands.INDEX_MAPPING)
 
 class FrameSyncError(ConnectionError_):
     """A 501 after which the byte stream cannot be trusted: nothing more is read."""
+
+
+class BadFrame(ConnectionError_):
+    """A 501 or 505 about a whole frame no state takes: RabbitMQ reports these from tune-ok on
+    (other handshake errors close the socket without a word)."""
 
 
 @dataclass(slots=True)
@@ -108,13 +113,13 @@ def frame_too_large(ftype: int, size: int, frame_max: int) -> FrameSyncError:
 def unknown_frame(ftype: int, payload: bytes) -> ConnectionError_:
     """501 for a frame RabbitMQ cannot classify: unknown type, a method or content header too
     short to hold its fixed fields, a heartbeat with a payload."""
-    return frame_error(_frame_text(ftype, payload, "unknown_frame"))
+    return BadFrame(FRAME_ERROR, _frame_text(ftype, payload, "unknown_frame"))
 
 
 def unexpected_frame_type(ftype: int, payload: bytes) -> ConnectionError_:
     """505 for a well-formed frame where none of its type may appear (content on channel 0, a
     heartbeat on a channel)."""
-    return unexpected_frame(_frame_text(ftype, payload, None))
+    return BadFrame(UNEXPECTED_FRAME, _frame_text(ftype, payload, None))
 
 
 def cannot_decode(fields: bytes) -> ConnectionError_:
@@ -227,8 +232,7 @@ def _table(payload: bytes, offset: int) -> tuple[dict, int]:
     if end > len(payload):
         raise MethodDecodeError("table runs past the end")
     try:
-        check_table(payload, offset + 4, end)
-        return decode.field_table(payload[offset:end])[1], end
+        return decode_table(payload, offset + 4, end), end
     except (ValueError, struct.error, IndexError) as err:
         raise MalformedTable(str(err)) from err
 

@@ -11,10 +11,17 @@ import struct
 from collections.abc import Iterable
 from typing import Any
 
-from pamqp import decode, encode
+from pamqp import encode
 
 from rabbitish.engine.message import FieldValue
-from rabbitish.protocol.field_types import check_table, encode_typed, raw_entries, typed_table
+from rabbitish.protocol.field_tables import decode_table, encode_table
+from rabbitish.protocol.field_types import (
+    DeepValue,
+    check_table,
+    encode_typed,
+    raw_entries,
+    typed_table,
+)
 
 CONTENT_TYPE = 0x8000
 CONTENT_ENCODING = 0x4000
@@ -55,9 +62,14 @@ _u32 = struct.Struct(">I")
 
 
 def _field_end(raw: bytes, pos: int, kind: str) -> int:
+    """Where the field starting at `pos` ends; ValueError when its size is not there."""
     if kind == "s":
+        if pos >= len(raw):
+            raise ValueError("content header properties are truncated")
         return pos + 1 + raw[pos]
     if kind == "t":
+        if pos + 4 > len(raw):
+            raise ValueError("content header properties are truncated")
         return pos + 4 + _u32.unpack_from(raw, pos)[0]
     if kind == "o":
         return pos + 1
@@ -85,14 +97,17 @@ def spans(raw: bytes) -> tuple[int, dict[int, tuple[int, int]]]:
 
 
 def validate(raw: bytes) -> None:
-    """Check that raw properties are well formed (field tables included), so malformed input
-    is refused at publish time rather than breaking a consumer later. The headers table is
-    walked, not decoded (check_table): refused wherever decoding it would fail, and where a
-    value runs past its table (which pamqp's decoder would silently cut short)."""
+    """Check that raw properties are well formed, as RabbitMQ decodes them at publish: every
+    field its flags announce is there, nothing follows the last one, field tables parse. So
+    malformed input is refused at publish time rather than breaking a consumer later. Raises
+    ValueError."""
     _flags, found = spans(raw)
+    end = max((span[1] for span in found.values()), default=2)
+    if end != len(raw):
+        raise ValueError("content header properties have trailing bytes")
     if HEADERS in found:
         start, end = found[HEADERS]
-        check_table(raw, start + 4, end, decodable=True)
+        check_table(raw, start + 4, end, utf8_keys=True)
 
 
 class PropertyInfo:
@@ -129,7 +144,7 @@ def headers(raw: bytes) -> dict[str, Any]:
         return {}
     _flags, found = spans(raw)
     start, end = found[HEADERS]
-    return decode.field_table(raw[start:end])[1]
+    return decode_table(raw, start + 4, end)
 
 
 def typed_headers(raw: bytes) -> dict[str, FieldValue]:
@@ -147,6 +162,8 @@ def _encode_value(value: Any) -> bytes:
     FieldValue with the type it names."""
     if isinstance(value, FieldValue):
         return encode_typed(value)
+    if isinstance(value, DeepValue):
+        return bytes(value)
     if isinstance(value, bool):
         return b"t" + (b"\x01" if value else b"\x00")
     if isinstance(value, int):
@@ -254,7 +271,7 @@ def encode_properties(**fields: Any) -> bytes:
             data = value.encode()
             parts.append(bytes([len(data)]) + data)
         elif kind == "t":
-            parts.append(encode.field_table(value))
+            parts.append(encode_table(value))
         elif kind == "o":
             parts.append(bytes([value]))
         else:
@@ -271,7 +288,7 @@ def decode_all(raw: bytes) -> dict[str, Any]:
         if kind == "s":
             result[name] = raw[start + 1 : end].decode("utf-8", "replace")
         elif kind == "t":
-            result[name] = decode.field_table(raw[start:end])[1]
+            result[name] = decode_table(raw, start + 4, end)
         elif kind == "o":
             result[name] = raw[start]
         else:

@@ -8,9 +8,8 @@ from __future__ import annotations
 
 import struct
 
-from pamqp import decode
-
 from rabbitish.engine.auth import Peer, User, UserDatabase
+from rabbitish.protocol.field_tables import decode_table
 
 PASSWORD_MECHANISMS = ("PLAIN", "AMQPLAIN")
 EXTERNAL = "EXTERNAL"
@@ -61,7 +60,7 @@ def _plain(raw: bytes) -> tuple[str, str] | None:
 
 def _amqplain(raw: bytes) -> tuple[str, str] | None:
     """LOGIN and PASSWORD must both be long strings."""
-    _size, table = decode.field_table(struct.pack(">I", len(raw)) + raw)
+    table = decode_table(raw)
     login, password = table.get("LOGIN"), table.get("PASSWORD")
     if isinstance(login, bytes):
         login = login.decode()

@@ -45,6 +45,7 @@ class ConnectionState(enum.IntEnum):
     OPEN = 4
     CLOSING = 5  # we sent connection.close and wait for close-ok
     CLOSED = 6  # the socket is gone
+    ANSWERED = 7  # we answered the client's connection.close: the client hangs up first
 
 
 class ChannelState(enum.IntEnum):
@@ -222,8 +223,10 @@ CONNECTION_RULES: dict[ConnectionState, StateRules] = {
             }
         ),
     ),
-    # After connection.close only close and close-ok on channel 0 count.
+    # After connection.close only close and close-ok on channel 0 count, both ways: a client
+    # whose close we answered gets close-ok for another close, and its close-ok ends it.
     ConnectionState.CLOSING: _WHILE_CLOSING,
+    ConnectionState.ANSWERED: _WHILE_CLOSING,
     ConnectionState.CLOSED: StateRules(dict.fromkeys(FrameKind, _IGNORE)),
 }
 
@@ -244,6 +247,7 @@ class ConnectionEvent(enum.IntEnum):
     OPENED = 3  # the vhost is there and the user may use it
     CLOSE_SENT = 4  # we sent connection.close
     LOST = 5  # the socket is gone
+    CLOSE_ANSWERED = 6  # the client's connection.close, answered with close-ok
 
 
 CONNECTION_TRANSITIONS: dict[tuple[ConnectionState, ConnectionEvent], ConnectionState] = {
@@ -255,6 +259,9 @@ CONNECTION_TRANSITIONS: dict[tuple[ConnectionState, ConnectionEvent], Connection
         ConnectionEvent.CLOSE_SENT,
     ): ConnectionState.CLOSING,  # 530: vhost missing or refused
     (ConnectionState.OPEN, ConnectionEvent.CLOSE_SENT): ConnectionState.CLOSING,
+    # 403: refused credentials, to a client that announced authentication_failure_close
+    (ConnectionState.AWAIT_START_OK, ConnectionEvent.CLOSE_SENT): ConnectionState.CLOSING,
+    (ConnectionState.OPEN, ConnectionEvent.CLOSE_ANSWERED): ConnectionState.ANSWERED,
     **{
         (state, ConnectionEvent.LOST): ConnectionState.CLOSED
         for state in ConnectionState
@@ -268,7 +275,7 @@ TUNED_STATES = frozenset({ConnectionState.AWAIT_OPEN, ConnectionState.OPEN})
 
 class OnError(enum.IntEnum):
     CLOSE = 1  # connection.close with the error, then wait for close-ok
-    DROP = 2  # close the socket without a close method
+    DROP = 2  # no close method: stop reading, close the socket after a moment (RabbitMQ's 3 s)
     NOTHING = 3  # already on the way out
 
 
@@ -276,18 +283,29 @@ class ErrorPolicy(NamedTuple):
     error: OnError  # a hard error (AMQPError) from a frame
     frame_sync: OnError  # the byte stream cannot be trusted any more (CLOSE also stops reading)
     server_close: OnError  # the broker closes the connection (shutdown, management API)
+    bad_frame: OnError  # a frame of a kind no state takes (501 unknown_frame, 505 misplaced)
 
 
-_HANDSHAKE_ERRORS = ErrorPolicy(OnError.DROP, OnError.DROP, OnError.DROP)
+_SILENT = ErrorPolicy(OnError.DROP, OnError.DROP, OnError.DROP, OnError.DROP)
 ERROR_POLICY: dict[ConnectionState, ErrorPolicy] = {
     # Before open RabbitMQ closes the socket without a word, except for refused credentials
-    # (403 to clients announcing authentication_failure_close) and a refused vhost (530).
-    ConnectionState.AWAIT_START_OK: _HANDSHAKE_ERRORS,
-    ConnectionState.AWAIT_TUNE_OK: _HANDSHAKE_ERRORS,
-    ConnectionState.AWAIT_OPEN: _HANDSHAKE_ERRORS,
-    ConnectionState.OPEN: ErrorPolicy(OnError.CLOSE, OnError.CLOSE, OnError.CLOSE),
-    ConnectionState.CLOSING: ErrorPolicy(OnError.NOTHING, OnError.DROP, OnError.NOTHING),
-    ConnectionState.CLOSED: ErrorPolicy(OnError.NOTHING, OnError.DROP, OnError.DROP),
+    # (403 to clients announcing authentication_failure_close), a refused vhost (530) and,
+    # once tuned, errors about the frames themselves (501, 505).
+    ConnectionState.AWAIT_START_OK: _SILENT,
+    ConnectionState.AWAIT_TUNE_OK: _SILENT,
+    ConnectionState.AWAIT_OPEN: ErrorPolicy(
+        OnError.DROP, OnError.CLOSE, OnError.DROP, OnError.CLOSE
+    ),
+    ConnectionState.OPEN: ErrorPolicy(OnError.CLOSE, OnError.CLOSE, OnError.CLOSE, OnError.CLOSE),
+    ConnectionState.CLOSING: ErrorPolicy(
+        OnError.NOTHING, OnError.DROP, OnError.NOTHING, OnError.NOTHING
+    ),
+    ConnectionState.ANSWERED: ErrorPolicy(
+        OnError.NOTHING, OnError.DROP, OnError.DROP, OnError.NOTHING
+    ),
+    ConnectionState.CLOSED: ErrorPolicy(
+        OnError.NOTHING, OnError.DROP, OnError.DROP, OnError.NOTHING
+    ),
 }
 
 
@@ -298,7 +316,7 @@ def error_policy(state: ConnectionState, hanging_up: bool) -> ErrorPolicy:
     if not hanging_up:
         return policy
     server_close = OnError.DROP if policy.server_close is OnError.CLOSE else policy.server_close
-    return ErrorPolicy(OnError.NOTHING, policy.frame_sync, server_close)
+    return ErrorPolicy(OnError.NOTHING, policy.frame_sync, server_close, OnError.NOTHING)
 
 
 # ---------------------------------------------------------------------- the channel
@@ -359,8 +377,11 @@ CHANNEL_RULES: dict[ChannelState, StateRules] = {
             FRAME_BODY: Rule(ChannelAction.CONTENT_BODY),
         }
     ),
+    # channel.close while a commit is in progress closes the channel as usual; the commit
+    # stands, and its commit-ok is never sent (RabbitMQ's answer, frame for frame).
     ChannelState.COMMITTING: StateRules(
-        dict.fromkeys((FRAME_METHOD, FRAME_HEADER, FRAME_BODY), _COMMITTING)
+        dict.fromkeys((FRAME_METHOD, FRAME_HEADER, FRAME_BODY), _COMMITTING),
+        _by_method({"Channel.Close": Rule(ChannelAction.DISPATCH)}),
     ),
     # After channel.close everything but close and close-ok is discarded.
     ChannelState.CLOSING: StateRules(
@@ -396,6 +417,7 @@ class ChannelEvent(enum.IntEnum):
     COMMIT_DONE = 5
     CLOSE_SENT = 6  # we sent channel.close (a soft error)
     CLOSED = 7  # the client's channel.close answered, or its close-ok to ours
+    CONNECTION_CLOSED = 8  # the connection closed or went: nothing more is sent on the channel
 
 
 CHANNEL_TRANSITIONS: dict[tuple[ChannelState, ChannelEvent], ChannelState] = {
@@ -408,6 +430,12 @@ CHANNEL_TRANSITIONS: dict[tuple[ChannelState, ChannelEvent], ChannelState] = {
     (ChannelState.OPEN, ChannelEvent.CLOSE_SENT): ChannelState.CLOSING,
     (ChannelState.OPEN, ChannelEvent.CLOSED): ChannelState.CLOSED,
     (ChannelState.CLOSING, ChannelEvent.CLOSED): ChannelState.CLOSED,
+    (ChannelState.COMMITTING, ChannelEvent.CLOSED): ChannelState.CLOSED,
+    **{
+        (state, ChannelEvent.CONNECTION_CLOSED): ChannelState.CLOSED
+        for state in ChannelState
+        if state is not ChannelState.CLOSED
+    },
 }
 
 

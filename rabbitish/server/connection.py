@@ -4,8 +4,11 @@ socket. It takes a connection over from the listener once the protocol header ch
 
 Timers follow RabbitMQ: once tuned, a heartbeat goes out every heartbeat/2 seconds in which
 nothing else was sent, and a peer silent for two consecutive heartbeat periods is dropped. After
-connection.close the peer gets heartbeat seconds (at most 30) to answer close-ok; after a frame
-error it gets 3 s to hang up on its own.
+our connection.close the peer gets heartbeat seconds (at most 30) to answer close-ok; after we
+answered its connection.close, as long to hang up. After a frame error or a silent refusal
+nothing more is read, and the peer gets 3 s to hang up on its own before the socket closes: the
+socket is never closed under a client still sending (that would reset the connection and
+could destroy the close method before the client read it).
 
 Under a resource alarm a connection that publishes is blocked (socket_protocol.py); if the client
 announced the `connection.blocked` capability it gets connection.blocked with the reason, and
@@ -21,16 +24,16 @@ from pamqp import commands
 
 from rabbitish.config import Config
 from rabbitish.engine.node import Node
-from rabbitish.protocol.connection import Connection
+from rabbitish.protocol.connection import SILENT_CLOSE_DELAY, Connection
 from rabbitish.protocol.states import TUNED_STATES, ConnectionState
 from rabbitish.server.socket_protocol import SocketProtocol
 
 log = logging.getLogger("rabbitish.connection")
 
 CLOSING_TIMEOUT = 30.0  # longest wait for close-ok (RabbitMQ's ?CLOSING_TIMEOUT)
-LINGER = 3.0  # after a frame error (RabbitMQ's ?SILENT_CLOSE_DELAY)
+LINGER = SILENT_CLOSE_DELAY  # after a frame error or a silent refusal
 _OPEN = ConnectionState.OPEN
-_CLOSING = ConnectionState.CLOSING
+_WAITING_FOR_PEER = frozenset({ConnectionState.CLOSING, ConnectionState.ANSWERED})
 
 
 class AmqpServerProtocol(SocketProtocol):
@@ -97,22 +100,22 @@ class AmqpServerProtocol(SocketProtocol):
         if conn.should_close:
             self._finish(conn, transport)
             return
-        if conn.state is _CLOSING and "closing" not in self._timers:
+        if conn.state in _WAITING_FOR_PEER and "closing" not in self._timers:
             wait = conn.heartbeat if 0 < conn.heartbeat < CLOSING_TIMEOUT else CLOSING_TIMEOUT
+            if conn.close_wait is not None:
+                wait = conn.close_wait
             self._later("closing", wait, self._close_transport)
         self._resume_starved(conn)
 
     def _finish(self, conn: Connection, transport: asyncio.Transport) -> None:
-        """The protocol is done with the socket: close it, or (after a frame error) half-close
-        so the close method is read before the peer sees the end, and wait for it to hang up."""
+        """The protocol is done with the socket: close it, or (`linger`) read and drop what
+        still comes for a moment so the peer can read our last words and hang up first."""
         if self._discard_input:
             return  # already lingering
         if not conn.linger:
             self._close_transport()
             return
         self._discard_input = True
-        if transport.can_write_eof():
-            transport.write_eof()
         self._later("linger", LINGER, self._abort)
 
     def _handshake_timeout(self) -> None:

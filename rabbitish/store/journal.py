@@ -34,11 +34,11 @@ from typing import TYPE_CHECKING, Any
 
 from rabbitish.engine.exchanges.base import freeze
 from rabbitish.engine.journal import Failed, Synced
+from rabbitish.protocol.field_tables import encode_table
 from rabbitish.store import ops
 from rabbitish.store.lock import DataDirLock
 from rabbitish.store.pager import KEEP_IN_MEMORY, Pager
 from rabbitish.store.schema import CLEAN_STOP
-from rabbitish.store.tables import encode_table
 
 if TYPE_CHECKING:
     from rabbitish.engine.exchanges.base import Binding, Exchange

@@ -20,9 +20,9 @@ from dataclasses import dataclass, field
 from rabbitish.engine.message import Message, PropertyCodec, bump_message_ids
 from rabbitish.engine.node import Node
 from rabbitish.engine.policies import make_policy
+from rabbitish.protocol.field_tables import decode_table
 from rabbitish.store.pager import KEEP_IN_MEMORY, Pager
 from rabbitish.store.schema import CLEAN_STOP, RESTORE, StoreError
-from rabbitish.store.tables import decode_table
 
 log = logging.getLogger("rabbitish.store")
 
@@ -61,6 +61,10 @@ def rebuilding(source: str, what: str) -> Iterator[None]:
     except Exception as err:  # a stored row recovery cannot turn back into an object
         reason = str(err).splitlines()[0] if str(err) else type(err).__name__
         raise StoreError(f"{source}: cannot recover {what} ({reason}); {UNRECOVERABLE}") from err
+
+
+def _table(blob: bytes) -> dict:
+    return decode_table(blob, 4) if blob else {}
 
 
 def stored_message(
@@ -137,7 +141,7 @@ def _recover(
                 type_,
                 auto_delete=bool(auto_delete),
                 internal=bool(internal),
-                arguments=decode_table(args),
+                arguments=_table(args),
                 arg_types=json.loads(arg_types),
             )
         stats.exchanges += 1
@@ -149,7 +153,7 @@ def _recover(
             vhost.recover_queue(
                 name,
                 auto_delete=bool(auto_delete),
-                arguments=decode_table(args),
+                arguments=_table(args),
                 arg_types=json.loads(arg_types),
             )
         stats.queues += 1
@@ -167,7 +171,7 @@ def _recover(
             f"(routing key '{routing_key}') in vhost '{vhost_name}'"
         )
         with rebuilding(source, what):
-            vhost.bind(target, source_name, routing_key, decode_table(args))
+            vhost.bind(target, source_name, routing_key, _table(args))
         stats.bindings += 1
     total = conn.execute("SELECT count(*) FROM queue_messages").fetchone()[0]
     messages: dict[int, Message] = {}

@@ -7,6 +7,7 @@ down to one byte at a time) and decodes what it writes back.
     h.send(1, commands.Channel.Open())         # -> [Out(channel 1, Channel.OpenOk)]
     h.feed(raw_bytes, chunks=1)                # one byte at a time
     Harness(after_header=b"...")               # bytes that came in with the protocol header
+    Harness(node=h.node)                       # another connection to the same broker
     h.frames()                                 # output not yet taken, decoded
 
 Any input that makes the Connection take its "internal error" path (an exception other than a
@@ -134,10 +135,11 @@ class Harness:
         vhosts: tuple[str, ...] = ("/",),
         hold_syncs: bool = False,
         after_header: bytes = b"",
+        node: Node | None = None,
     ) -> None:
         self.config = config or Config(data_dir=":memory:", management_port=0)
         self.scheduler = ManualScheduler()
-        self.node = Node(self.scheduler, vhosts=vhosts, users=users)
+        self.node = node or Node(self.scheduler, vhosts=vhosts, users=users)
         self.journal: HeldJournal | None = None
         if hold_syncs:
             self.journal = HeldJournal()
@@ -166,7 +168,7 @@ class Harness:
             _log.removeHandler(recorder)
         internal = [r for r in recorder.records if r.getMessage().startswith("internal error")]
         if internal:
-            exc = internal[0].exc_info[1] if internal[0].exc_info else None
+            exc = getattr(internal[0], "unexpected", None)
             raise InternalError(f"internal error while feeding {data!r}") from exc
 
     def send(self, channel: int, method: Method, chunks: int | None = None) -> list[Out]:

@@ -73,7 +73,13 @@ def test_refused_login_says_403_to_clients_that_ask(chunks):
             0,
         )
     ]
-    assert h.dropped
+    # As RabbitMQ: the client's close-ok ends it (or 3 s without one); until then the socket
+    # stays, so bytes still in flight cannot reset it before the 403 is read.
+    assert h.conn.state is ConnectionState.CLOSING and h.conn.close_wait == 3.0
+    assert not h.dropped
+    assert h.send(0, commands.Basic.Qos(), chunks) == []
+    assert h.send(0, commands.Connection.CloseOk(), chunks) == []
+    assert h.dropped and not h.conn.linger
 
 
 def test_refused_login_is_silent_otherwise():
@@ -81,7 +87,7 @@ def test_refused_login_is_silent_otherwise():
     h.frames()
     start_ok = commands.Connection.StartOk(mechanism="PLAIN", response="\0guest\0wrong")
     assert h.send(0, start_ok) == []
-    assert h.dropped
+    assert h.dropped and h.conn.linger  # the socket goes after RabbitMQ's 3 s
 
 
 def test_unknown_vhost_is_a_530_close():
@@ -193,8 +199,24 @@ def test_client_close():
     h.open_channel(1)
     close = commands.Connection.Close(reply_code=200, reply_text="bye", class_id=0, method_id=0)
     assert _names(h.send(0, close)) == [(0, "Connection.CloseOk")]
-    assert h.dropped
-    assert h.send(1, commands.Channel.Open()) == []  # nothing is read any more
+    # As RabbitMQ: the client hangs up first. Until then another close gets another close-ok,
+    # other frames are ignored, garbage ends it silently and the client's close-ok at once.
+    assert h.conn.state is ConnectionState.ANSWERED and not h.dropped
+    assert not h.conn.channels and h.conn not in h.node.connections
+    assert h.send(1, commands.Channel.Open()) == []
+    assert h.feed(b"\x08\x00\x00\x00\x00\x00\x00\xce") == []  # a heartbeat
+    assert _names(h.send(0, close)) == [(0, "Connection.CloseOk")]
+    assert h.send(0, commands.Connection.CloseOk()) == []
+    assert h.dropped and not h.conn.linger
+
+
+def test_garbage_after_the_client_close_ends_it_silently():
+    h = Harness()
+    h.handshake()
+    h.send(0, commands.Connection.Close(reply_code=200, reply_text="", class_id=0, method_id=0))
+    h.frames()
+    assert h.feed(b"garbage!!!!!!") == []
+    assert h.dropped and h.conn.linger
 
 
 def test_unknown_method_drops_the_socket_without_a_word():
