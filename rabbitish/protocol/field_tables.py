@@ -166,10 +166,24 @@ def encode_value(value: Any) -> bytes:
         return _encode_decimal(value)
     if type(value) is int and 1 << 63 <= value < 1 << 64:
         return b"T" + _TIMESTAMP.pack(value)
+    if isinstance(value, datetime.datetime):
+        return b"T" + _TIMESTAMP.pack(_timestamp_field(value))
     try:
         return encode.encode_table_value(value)
     except TypeError as err:
         raise ValueError(str(err)) from err
+
+
+def _timestamp_field(value: datetime.datetime) -> int:
+    """The decoder reads a timestamp above 2**32 - 1 as milliseconds (a client that sent
+    milliseconds), so a time with a fraction of a second came as milliseconds and goes back
+    so; any other is whole seconds."""
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=datetime.UTC)
+    seconds = value.timestamp()
+    if value.microsecond == 0 and seconds <= 0xFFFFFFFF:
+        return int(seconds)
+    return round(seconds * 1000)
 
 
 def _encode_decimal(value: decimal.Decimal) -> bytes:
