@@ -56,12 +56,12 @@ def publish(
         ch.may_write.add(exchange_name)
     exchange = vhost.publish_exchange(exchange_name)
     try:
-        properties.validate(raw_properties)
+        found = properties.validate(raw_properties)
     except (ValueError, IndexError) as err:
         # RabbitMQ's channel crashes decoding them: 541 with no method named.
         raise ConnectionError_(INTERNAL_ERROR, "").at(0, 0) from err
-    info = properties.PropertyInfo(raw_properties)
-    user_id = _user_id(raw_properties)
+    info = properties.PropertyInfo(raw_properties, found)
+    user_id = _user_id(raw_properties, found)
     if info.reply_to == REPLY_TO:
         if ch.reply_to_name is None:
             raise precondition_failed("fast reply consumer does not exist")
@@ -96,10 +96,9 @@ def _return(ch: Channel, message: Message) -> None:
     )
 
 
-def _user_id(raw_properties: bytes) -> str | None:
-    if not int.from_bytes(raw_properties[:2]) & properties.USER_ID:
+def _user_id(raw_properties: bytes, found: dict[int, tuple[int, int]]) -> str | None:
+    if properties.USER_ID not in found:
         return None
-    _flags, found = properties.spans(raw_properties)
     start, end = found[properties.USER_ID]
     return raw_properties[start + 1 : end].decode("utf-8", "replace")
 

@@ -96,11 +96,11 @@ def spans(raw: bytes) -> tuple[int, dict[int, tuple[int, int]]]:
     return flags, found
 
 
-def validate(raw: bytes) -> None:
+def validate(raw: bytes) -> dict[int, tuple[int, int]]:
     """Check that raw properties are well formed, as RabbitMQ decodes them at publish: every
     field its flags announce is there, nothing follows the last one, field tables parse. So
     malformed input is refused at publish time rather than breaking a consumer later. Raises
-    ValueError."""
+    ValueError; returns the fields' spans (see `spans`) for PropertyInfo to reuse."""
     _flags, found = spans(raw)
     end = max((span[1] for span in found.values()), default=2)
     if end != len(raw):
@@ -108,6 +108,7 @@ def validate(raw: bytes) -> None:
     if HEADERS in found:
         start, end = found[HEADERS]
         check_table(raw, start + 4, end, utf8_keys=True)
+    return found
 
 
 class PropertyInfo:
@@ -115,7 +116,8 @@ class PropertyInfo:
 
     __slots__ = ("delivery_mode", "expiration", "priority", "reply_to")
 
-    def __init__(self, raw: bytes) -> None:
+    def __init__(self, raw: bytes, found: dict[int, tuple[int, int]] | None = None) -> None:
+        """`found`: the spans of `raw` when the caller has them already (from validate)."""
         self.delivery_mode = 0
         self.priority = 0
         self.expiration: str | None = None
@@ -125,7 +127,8 @@ class PropertyInfo:
         flags = _u16.unpack_from(raw, 0)[0]
         if not flags & (DELIVERY_MODE | PRIORITY | EXPIRATION | REPLY_TO):
             return
-        _flags, found = spans(raw)
+        if found is None:
+            _flags, found = spans(raw)
         if DELIVERY_MODE in found:
             self.delivery_mode = raw[found[DELIVERY_MODE][0]]
         if PRIORITY in found:
