@@ -18,7 +18,6 @@ answered with close-ok, then the client hangs up first (state ANSWERED)."""
 
 from __future__ import annotations
 
-import functools
 import logging
 from collections.abc import Callable
 from typing import Any
@@ -54,12 +53,12 @@ from rabbitish.protocol.framing import (
     decode_method,
     encode_close,
     encode_method,
-    encode_start,
     malformed_utf8,
     method_ids,
     unexpected_frame_type,
     unknown_frame,
 )
+from rabbitish.protocol.handshake import start_frame
 from rabbitish.protocol.states import (
     ChannelAction,
     ChannelState,
@@ -76,8 +75,6 @@ from rabbitish.protocol.states import (
 
 log = logging.getLogger("rabbitish.connection")
 
-PRODUCT = "RabbitMQ"  # clients key features off the product name; rabbitish answers as RabbitMQ
-PLATFORM = "Python/asyncio"
 MIN_FRAME_MAX = 4096
 CONNECTION_CLOSE = 0x000A0032
 
@@ -96,40 +93,6 @@ class DropConnection(Exception):
 
 
 SILENT_CLOSE_DELAY = 3.0  # RabbitMQ's wait before closing after a refused handshake
-
-
-HALF_TRANSACTIONS_CAPABILITY = "rabbitish.half_transactions"
-
-
-def server_properties(version: str) -> dict[str, Any]:
-    """connection.start's server-properties; the capability table (keys and order) is the one
-    RabbitMQ announces, plus one key of ours at the end: clients such as rabbitish.spark use
-    half transactions (x-half-txn) only where the broker says it has them."""
-    return {
-        "capabilities": {
-            "publisher_confirms": True,
-            "exchange_exchange_bindings": True,
-            "basic.nack": True,
-            "consumer_cancel_notify": True,
-            "connection.blocked": True,
-            "consumer_priorities": True,
-            "authentication_failure_close": True,
-            "per_consumer_qos": True,
-            "direct_reply_to": True,
-            HALF_TRANSACTIONS_CAPABILITY: True,
-        },
-        "cluster_name": "rabbitish@localhost",
-        "copyright": "Copyright (c) rabbitish authors",
-        "information": "rabbitish, a RabbitMQ-compatible broker; see its README",
-        "platform": PLATFORM,
-        "product": PRODUCT,
-        "version": version,
-    }
-
-
-@functools.cache
-def start_frame(version: str, mechanisms: tuple[str, ...] = sasl.PASSWORD_MECHANISMS) -> bytes:
-    return encode_start(server_properties(version), " ".join(mechanisms), "en_US")
 
 
 class Connection(BufferedOutput):
