@@ -11,8 +11,6 @@ Needs the spark extra (pip install -e '.[spark]') and Java 17 or 21.
 from __future__ import annotations
 
 import argparse
-import os
-import sys
 import tempfile
 import time
 import uuid
@@ -35,24 +33,9 @@ SCENARIOS = (
 
 
 def session() -> Any:
-    from pyspark.sql import SparkSession
+    from tests.support.spark import local_session
 
-    from rabbitish.spark import AmqpDataSource
-
-    os.environ["PYSPARK_PYTHON"] = sys.executable
-    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    spark = (
-        SparkSession.builder.master("local[2]")
-        .appName("rabbitish-bench")
-        .config("spark.ui.enabled", "false")
-        .config("spark.sql.shuffle.partitions", "2")
-        .config("spark.driver.bindAddress", "127.0.0.1")
-        .config("spark.driver.host", "127.0.0.1")
-        .getOrCreate()
-    )
-    spark.sparkContext.setLogLevel("ERROR")
-    spark.dataSource.register(AmqpDataSource)
-    return spark
+    return local_session("local[2]", "rabbitish-bench")
 
 
 def timed(run: Callable[[], Any]) -> float:

@@ -7,7 +7,6 @@ from __future__ import annotations
 import importlib.util
 import os
 import shutil
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -31,26 +30,12 @@ def spark() -> Iterator[Any]:
     reason = missing()
     if reason:
         pytest.skip(reason)
-    from pyspark.sql import SparkSession
-
-    import rabbitish.spark
+    from tests.support.spark import local_session
 
     # Python workers run this interpreter and can import tests.support (UDFs use it).
-    os.environ["PYSPARK_PYTHON"] = sys.executable
-    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     paths = [str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])]
     os.environ["PYTHONPATH"] = os.pathsep.join(paths)
-    session = (
-        SparkSession.builder.master("local[2,3]")
-        .appName("rabbitish-tests")
-        .config("spark.ui.enabled", "false")
-        .config("spark.sql.shuffle.partitions", "2")
-        .config("spark.driver.bindAddress", "127.0.0.1")
-        .config("spark.driver.host", "127.0.0.1")
-        .getOrCreate()
-    )
-    session.sparkContext.setLogLevel("ERROR")
-    session.dataSource.register(rabbitish.spark.AmqpDataSource)
+    session = local_session("local[2,3]", "rabbitish-tests")
     try:
         yield session
     finally:

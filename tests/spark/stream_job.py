@@ -7,27 +7,15 @@ Trigger.AvailableNow in batches of at most 25 messages, on local[3]."""
 
 from __future__ import annotations
 
-import os
 import sys
 
 from pyspark.sql import DataFrame, SparkSession
 
-from rabbitish.spark import AmqpDataSource
+from tests.support.spark import local_session
 
 
 def main(url: str, source: str, target: str, checkpoint: str) -> int:
-    os.environ["PYSPARK_PYTHON"] = sys.executable
-    spark = (
-        SparkSession.builder.master("local[3]")
-        .appName("rabbitish-stream-job")
-        .config("spark.ui.enabled", "false")
-        .config("spark.sql.shuffle.partitions", "2")
-        .config("spark.driver.bindAddress", "127.0.0.1")
-        .config("spark.driver.host", "127.0.0.1")
-        .getOrCreate()
-    )
-    spark.sparkContext.setLogLevel("ERROR")
-    spark.dataSource.register(AmqpDataSource)
+    spark = local_session("local[3]", "rabbitish-stream-job")
     query = (
         streamed(spark, url, source, checkpoint)
         .writeStream.format("amqp")
