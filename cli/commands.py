@@ -95,6 +95,7 @@ def serve(
     disk_free_limit: str = typer.Option(DEFAULTS.disk_free_limit, help=DISK_HELP),
     max_message_size: int = typer.Option(DEFAULTS.max_message_size, help=MAX_MESSAGE_HELP),
     consumer_timeout: int = typer.Option(DEFAULTS.consumer_timeout, help=CONSUMER_TIMEOUT_HELP),
+    busy_wait_us: int = typer.Option(DEFAULTS.busy_wait_us, help=serve_help.BUSY_WAIT_HELP),
 ) -> None:
     """Run the broker in the foreground; Ctrl-C or SIGTERM stops it cleanly."""
     from rabbitish.cli.serve import check as check_data_dir
@@ -127,6 +128,7 @@ def serve(
         disk_free_limit=disk_free_limit,
         max_message_size=max_message_size,
         consumer_timeout=consumer_timeout,
+        busy_wait_us=busy_wait_us,
     )
     raise typer.Exit(run(config))
 

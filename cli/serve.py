@@ -14,6 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from rabbitish.config import FSYNC_MODES, Config
+from rabbitish.server.busy_wait import BusyWaitSelector
 from rabbitish.tls import LOGIN_FROM
 
 DEFAULTS = Config()
@@ -46,6 +47,10 @@ PAGING_HELP = "Fraction of the watermark from which queues move message bodies t
 DISK_HELP = "Free disk space (data dir) under which publishers are blocked, e.g. 50MB or 1GiB."
 MAX_MESSAGE_HELP = "Largest message body accepted, in bytes (at most 536870912)."
 CONSUMER_TIMEOUT_HELP = "Milliseconds a delivery may stay unacknowledged (0: no limit)."
+BUSY_WAIT_HELP = (
+    "Microseconds the event loop polls before it sleeps while clients send in short gaps "
+    "(lower latency for request/response clients, some CPU while they are active; 0: off)."
+)
 
 log = logging.getLogger("rabbitish")
 
@@ -109,6 +114,7 @@ def parser(prog: str = "rabbitish serve") -> argparse.ArgumentParser:
         default=DEFAULTS.consumer_timeout,
         help=CONSUMER_TIMEOUT_HELP,
     )
+    p.add_argument("--busy-wait-us", type=int, default=DEFAULTS.busy_wait_us, help=BUSY_WAIT_HELP)
     return p
 
 
@@ -142,6 +148,7 @@ def main(argv: list[str], prog: str = "rabbitish serve") -> int:
             disk_free_limit=args.disk_free_limit,
             max_message_size=args.max_message_size,
             consumer_timeout=args.consumer_timeout,
+            busy_wait_us=args.busy_wait_us,
         )
     )
 
@@ -223,13 +230,33 @@ def run(config: Config) -> int:
     if problem is not None:
         log.error("cannot start: %s", problem)
         return 2
-    with asyncio.Runner(loop_factory=event_loop_factory()) as runner:
-        return runner.run(serve(config))
+    selector = busy_wait_selector(config)
+    with asyncio.Runner(loop_factory=event_loop_factory(selector)) as runner:
+        return runner.run(serve(config, selector))
 
 
-def event_loop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:
+def busy_wait_selector(config: Config) -> BusyWaitSelector | None:
+    """The selector that polls before sleeping (server/busy_wait.py), None when it is off or
+    uvloop runs the loop (it has no selector to replace)."""
+    if config.busy_wait_us <= 0 or _uvloop_factory() is not None:
+        return None
+    return BusyWaitSelector(config.busy_wait_us / 1e6)
+
+
+def event_loop_factory(
+    selector: BusyWaitSelector | None = None,
+) -> Callable[[], asyncio.AbstractEventLoop] | None:
     """uvloop's event loop when it is installed (`pip install rabbitish[speed]`), else asyncio's
-    own; RABBITISH_EVENT_LOOP=asyncio picks asyncio's even then."""
+    own, on `selector` when given; RABBITISH_EVENT_LOOP=asyncio picks asyncio's even then."""
+    uvloop_factory = _uvloop_factory()
+    if uvloop_factory is not None:
+        return uvloop_factory
+    if selector is not None:
+        return lambda: asyncio.SelectorEventLoop(selector)
+    return None
+
+
+def _uvloop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:
     if os.environ.get("RABBITISH_EVENT_LOOP", "auto") == "asyncio":
         return None
     try:
@@ -252,10 +279,12 @@ def limits_problem(config: Config) -> str | None:
         return "--memory-paging-ratio must be above 0"
     if config.max_message_size < 0 or config.consumer_timeout < 0:
         return "--max-message-size and --consumer-timeout must not be negative"
+    if config.busy_wait_us < 0:
+        return "--busy-wait-us must not be negative"
     return None
 
 
-async def serve(config: Config) -> int:
+async def serve(config: Config, selector: BusyWaitSelector | None = None) -> int:
     """Start, log the one line saying where we listen, wait for a signal, stop."""
     from rabbitish.app import Broker
 
@@ -273,6 +302,8 @@ async def serve(config: Config) -> int:
     except (StoreError, DefinitionsError, TlsConfigError) as err:
         log.error("cannot start: %s", err)
         return 2
+    if selector is not None and broker.journal is not None:
+        selector.hold_while(broker.journal.writing)
     management = ""
     if broker.tls_port:
         management = f"; AMQP over TLS on {config.host}:{broker.tls_port}"

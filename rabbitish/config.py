@@ -75,6 +75,10 @@ class Config:
     # Milliseconds a delivery may stay unacknowledged before its channel is closed (RabbitMQ's
     # consumer_timeout; 0: never).
     consumer_timeout: int = 1_800_000
+    # Microseconds `rabbitish serve`'s event loop polls before it sleeps while clients send in
+    # short gaps (server/busy_wait.py; RabbitMQ's schedulers busy-wait too); 0: never. Brokers
+    # embedded in another program's loop (rabbitish.testing) never poll.
+    busy_wait_us: int = 300
 
     @property
     def in_memory(self) -> bool:

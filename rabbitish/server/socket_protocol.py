@@ -98,7 +98,12 @@ class SocketProtocol(asyncio.Protocol):
 
     # ------------------------------------------------------------------ alarms
     def _receive(self, conn: Any, data: bytes) -> None:
-        """Feed `data` to the connection; under an alarm, block it if it published."""
+        """Feed `data` to the connection; under an alarm, block it if it published.
+
+        The caller flushes right after (`_after_input`), so output made meanwhile must not
+        also queue a flush for the next loop turn: that turn would cost a whole extra poll of
+        the selector on every round trip (marked as scheduled, `wake` leaves it be)."""
+        self._flush_scheduled = True
         vhost = conn.vhost
         if vhost is None or not self.node.alarms.active:
             conn.receive(data)

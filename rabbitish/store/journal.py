@@ -114,6 +114,10 @@ class SqliteJournal:
         # the batch the way a full disk would.
         self.before_write: Callable[[], None] | None = None
 
+    def writing(self) -> bool:
+        """A batch is being written (the busy-waiting event loop holds off meanwhile)."""
+        return self._busy
+
     # ------------------------------------------------------------------ lifecycle
     async def start(self) -> None:
         self._loop = asyncio.get_running_loop()

@@ -1,0 +1,111 @@
+"""The busy-waiting selector (server/busy_wait.py) on a real socket pair: when it polls, when it
+stops polling, what holds it off, and how `rabbitish serve` picks it."""
+
+from __future__ import annotations
+
+import selectors
+import socket
+import time
+from collections.abc import Iterator
+
+import pytest
+from rabbitish.cli.serve import busy_wait_selector, event_loop_factory, limits_problem
+
+from rabbitish.config import Config
+from rabbitish.server.busy_wait import BusyWaitSelector
+
+WINDOW = 0.2  # long, so a loaded machine's scheduling delays stay inside it
+
+
+class CountingSelector(BusyWaitSelector):
+    """Counts the non-blocking polls made while busy waiting."""
+
+    polls = 0
+
+    def _poll(self, until: float) -> bool:
+        inner = self._selector  # type: ignore[attr-defined]
+        outer = self
+
+        class Counting:
+            def poll(self, timeout: float, maxevents: int) -> list:
+                outer.polls += 1
+                return inner.poll(timeout, maxevents)
+
+        self._selector = Counting()  # type: ignore[assignment]
+        try:
+            return super()._poll(until)
+        finally:
+            self._selector = inner
+
+
+@pytest.fixture
+def pair() -> Iterator[tuple[CountingSelector, socket.socket, socket.socket]]:
+    ours, theirs = socket.socketpair()
+    selector = CountingSelector(WINDOW)
+    selector.register(ours, selectors.EVENT_READ)
+    yield selector, ours, theirs
+    selector.close()
+    ours.close()
+    theirs.close()
+
+
+def test_a_cold_selector_sleeps_without_polling(pair) -> None:
+    selector, _ours, _theirs = pair
+    assert selector.select(0.01) == []
+    assert selector.polls == 0
+
+
+def test_input_within_the_window_turns_polling_on_and_its_absence_off(pair) -> None:
+    selector, ours, theirs = pair
+    theirs.send(b"x")
+    assert len(selector.select(1.0)) == 1  # ended by I/O at once: warm
+    ours.recv(1)
+    theirs.send(b"y")
+    assert len(selector.select(1.0)) == 1
+    assert selector.polls == 1  # found by the first poll, without sleeping
+    ours.recv(1)
+    began = time.perf_counter()
+    assert selector.select(0.3) == []  # nothing comes: polls the window, then sleeps
+    assert time.perf_counter() - began >= 0.3 - 0.002
+    polled = selector.polls
+    assert polled > 1
+    assert selector.select(0.01) == []  # cold again: no polling this time
+    assert selector.polls == polled
+
+
+def test_a_hold_blocks_polling_and_leaves_the_pace_alone(pair) -> None:
+    selector, ours, theirs = pair
+    theirs.send(b"x")
+    selector.select(1.0)
+    ours.recv(1)
+    writing = [True]
+    selector.hold_while(lambda: writing[0])
+    assert selector.select(0.01) == []
+    assert selector.polls == 0
+    writing[0] = False
+    theirs.send(b"y")
+    assert len(selector.select(1.0)) == 1
+    assert selector.polls == 1  # still warm from before the held wait
+
+
+def test_zero_timeout_never_polls(pair) -> None:
+    selector, ours, theirs = pair
+    theirs.send(b"x")
+    selector.select(1.0)
+    ours.recv(1)
+    assert selector.select(0) == []
+    assert selector.polls == 0
+
+
+def test_serve_uses_it_unless_turned_off(monkeypatch) -> None:
+    monkeypatch.setenv("RABBITISH_EVENT_LOOP", "asyncio")  # as without uvloop installed
+    selector = busy_wait_selector(Config())
+    assert isinstance(selector, BusyWaitSelector)
+    assert selector.window == pytest.approx(300e-6)
+    loop = event_loop_factory(selector)()  # type: ignore[misc]
+    try:
+        assert loop._selector is selector  # type: ignore[attr-defined]
+    finally:
+        loop.close()
+    assert busy_wait_selector(Config(busy_wait_us=0)) is None
+    assert limits_problem(Config(busy_wait_us=-1)) == "--busy-wait-us must not be negative"
