@@ -65,28 +65,41 @@ class FrameReader:
     RabbitMQ lets a payload reach frame_max itself (not frame_max - 8): many clients get the
     overhead wrong, so the limit has that much slack."""
 
-    __slots__ = ("_buffer", "frame_max")
+    __slots__ = ("_rest", "_need", "frame_max")
 
     def __init__(self, frame_max: int) -> None:
-        self._buffer = bytearray()
+        self._rest = bytearray()  # the start of a frame not yet whole...
+        self._need = 0  # ...and how many bytes it takes to get on with it
         self.frame_max = frame_max
 
     def feed(self, data: bytes) -> Iterator[RawFrame]:
-        """Append bytes and yield every frame now complete. Raises a 501 connection error for an
-        oversized frame (as soon as its header is in) or a wrong frame-end byte, after yielding
-        the frames before it."""
-        buf = self._buffer
-        buf += data
+        """Take more bytes and yield every frame now complete. Raises a 501 connection error for
+        an oversized frame (as soon as its header is in) or a wrong frame-end byte, after
+        yielding the frames before it. Payloads are sliced from the bytes read (one copy each);
+        only an incomplete last frame is kept back, and it grows in place until whole, so a
+        frame trickling in a byte at a time costs no more than one arriving at once."""
+        rest = self._rest
+        if rest:
+            rest += data
+            if len(rest) < self._need:
+                return
+            buf = bytes(rest)
+            rest.clear()
+        else:
+            buf = data
         offset = 0
+        available = len(buf)
+        self._need = 7
         try:
-            while len(buf) - offset >= 7:
+            while available - offset >= 7:
                 ftype, channel, size = _frame_header.unpack_from(buf, offset)
                 if size > self.frame_max:
                     raise frame_too_large(ftype, size, self.frame_max)
                 total = size + FRAME_OVERHEAD
-                if len(buf) - offset < total:
+                if available - offset < total:
+                    self._need = total
                     break
-                payload = bytes(buf[offset + 7 : offset + 7 + size])
+                payload = buf[offset + 7 : offset + 7 + size]
                 end = buf[offset + total - 1]
                 offset += total
                 if end != FRAME_END:
@@ -94,12 +107,12 @@ class FrameReader:
                     raise FrameSyncError(FRAME_ERROR, _frame_text(ftype, payload, reason))
                 yield RawFrame(ftype, channel, payload)
         finally:
-            if offset:
-                del buf[:offset]
+            if offset < available:
+                self._rest += memoryview(buf)[offset:]
 
     @property
     def buffered(self) -> int:
-        return len(self._buffer)
+        return len(self._rest)
 
 
 # ---------------------------------------------------------------------- error texts

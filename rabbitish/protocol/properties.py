@@ -76,24 +76,57 @@ def _field_end(raw: bytes, pos: int, kind: str) -> int:
     return pos + 8
 
 
-def spans(raw: bytes) -> tuple[int, dict[int, tuple[int, int]]]:
-    """Return (flags, {flag: (start, end)}) for the fields present. Raises ValueError on bytes
-    that do not hold the fields their flags announce."""
+Spans = dict[int, tuple[int, int]]
+# Per flags word: the (flag, kind) of the fields present, and when all of them have a fixed
+# size (delivery mode, priority, timestamp: the usual case) their spans and end, the same for
+# every message. At most 2**15 flag words exist, so the cache is bounded.
+_LAYOUTS: dict[int, tuple[tuple[tuple[int, str], ...], tuple[Spans, int] | None]] = {}
+
+
+def _layout(flags: int) -> tuple[tuple[tuple[int, str], ...], tuple[Spans, int] | None]:
+    fields = tuple((flag, kind) for flag, _name, kind in _FIELDS if flags & flag)
+    if any(kind in "st" for _flag, kind in fields):
+        return fields, None
+    spans: Spans = {}
+    pos = 2
+    for flag, kind in fields:
+        spans[flag] = (pos, pos + (1 if kind == "o" else 8))
+        pos = spans[flag][1]
+    return fields, (spans, pos)
+
+
+def spans(raw: bytes) -> tuple[int, Spans]:
+    """Return (flags, {flag: (start, end)}) for the fields present (a dict the caller must not
+    change: it may be shared). Raises ValueError on bytes that do not hold the fields their
+    flags announce."""
+    flags, found, _end = _spans(raw)
+    return flags, found
+
+
+def _spans(raw: bytes) -> tuple[int, Spans, int]:
+    """`spans`, and where the last field ends."""
     if len(raw) < 2:
         raise ValueError("content header property flags are missing")
     flags = _u16.unpack_from(raw, 0)[0]
-    pos = 2
     if flags & 1:  # continuation flag words: none are defined for class basic
         raise ValueError("unexpected property flag continuation")
-    found: dict[int, tuple[int, int]] = {}
-    for flag, _name, kind in _FIELDS:
-        if flags & flag:
-            end = _field_end(raw, pos, kind)
-            if end > len(raw):
-                raise ValueError("content header properties are truncated")
-            found[flag] = (pos, end)
-            pos = end
-    return flags, found
+    layout = _LAYOUTS.get(flags)
+    if layout is None:
+        layout = _LAYOUTS[flags] = _layout(flags)
+    fields, fixed = layout
+    if fixed is not None:
+        if fixed[1] > len(raw):
+            raise ValueError("content header properties are truncated")
+        return flags, fixed[0], fixed[1]
+    found: Spans = {}
+    pos = 2
+    for flag, kind in fields:
+        end = _field_end(raw, pos, kind)
+        if end > len(raw):
+            raise ValueError("content header properties are truncated")
+        found[flag] = (pos, end)
+        pos = end
+    return flags, found, pos
 
 
 def validate(raw: bytes) -> dict[int, tuple[int, int]]:
@@ -101,8 +134,7 @@ def validate(raw: bytes) -> dict[int, tuple[int, int]]:
     field its flags announce is there, nothing follows the last one, field tables parse. So
     malformed input is refused at publish time rather than breaking a consumer later. Raises
     ValueError; returns the fields' spans (see `spans`) for PropertyInfo to reuse."""
-    _flags, found = spans(raw)
-    end = max((span[1] for span in found.values()), default=2)
+    _flags, found, end = _spans(raw)
     if end != len(raw):
         raise ValueError("content header properties have trailing bytes")
     if HEADERS in found:
