@@ -65,7 +65,7 @@ class FrameReader:
     RabbitMQ lets a payload reach frame_max itself (not frame_max - 8): many clients get the
     overhead wrong, so the limit has that much slack."""
 
-    __slots__ = ("_rest", "_need", "frame_max")
+    __slots__ = ("_need", "_rest", "frame_max")
 
     def __init__(self, frame_max: int) -> None:
         self._rest = bytearray()  # the start of a frame not yet whole...
