@@ -173,8 +173,8 @@ class Connection(BufferedOutput):
         if self.state is _CLOSED or self.should_close:
             return
         try:
-            for frame in self.reader.feed(data):
-                self._handle_frame(frame.type, frame.channel, frame.payload)
+            for ftype, channel_id, payload in self.reader.feed(data):
+                self._handle_frame(ftype, channel_id, payload)
                 if self.should_close or self.state is _CLOSED:
                     return
         except DropConnection as drop:

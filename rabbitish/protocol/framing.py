@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import Any
 
 from pamqp import commands, decode
@@ -49,13 +48,9 @@ class BadFrame(ConnectionError_):
     (other handshake errors close the socket without a word)."""
 
 
-@dataclass(slots=True)
-class RawFrame:
-    """One whole frame as read off the wire; payload excludes the header and the frame-end byte."""
-
-    type: int
-    channel: int
-    payload: bytes
+# One whole frame as read off the wire: (type, channel, payload), the payload without the
+# header and the frame-end byte. A plain tuple: one is made per frame read.
+RawFrame = tuple[int, int, bytes]
 
 
 class FrameReader:
@@ -105,7 +100,7 @@ class FrameReader:
                 if end != FRAME_END:
                     reason = f"{{invalid_frame_end_marker,{end}}}"
                     raise FrameSyncError(FRAME_ERROR, _frame_text(ftype, payload, reason))
-                yield RawFrame(ftype, channel, payload)
+                yield ftype, channel, payload
         finally:
             if offset < available:
                 self._rest += memoryview(buf)[offset:]

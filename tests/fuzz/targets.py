@@ -50,8 +50,7 @@ def _read(data: bytes, cuts: list[int], frame_max: int) -> tuple[list, str | Non
     pieces.append(data[pos:])
     try:
         for piece in pieces:
-            for f in reader.feed(piece):
-                frames.append((f.type, f.channel, f.payload))
+            frames.extend(reader.feed(piece))
     except FrameSyncError as err:
         return frames, err.reply_text
     return frames, None

@@ -191,8 +191,8 @@ class Harness:
     # ------------------------------------------------------------------ output
     def frames(self) -> list[Out]:
         """Frames written since the last call, decoded."""
-        for raw in self._reader.feed(self.conn.take_output()):
-            self._pending.append(Out(raw.type, raw.channel, raw.payload))
+        for ftype, channel, payload in self._reader.feed(self.conn.take_output()):
+            self._pending.append(Out(ftype, channel, payload))
         taken, self._pending = self._pending, []
         return taken
 

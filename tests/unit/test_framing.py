@@ -47,7 +47,7 @@ def _frames() -> list[bytes]:
 
 
 def _expected() -> list[RawFrame]:
-    return [RawFrame(f[0], int.from_bytes(f[1:3], "big"), f[7:-1]) for f in _frames()]
+    return [(f[0], int.from_bytes(f[1:3], "big"), f[7:-1]) for f in _frames()]
 
 
 def test_one_byte_at_a_time_yields_whole_frames():
@@ -88,9 +88,7 @@ def test_payload_may_reach_frame_max_itself():
     """RabbitMQ allows 8 bytes of slack: payload == frame_max passes, one more does not."""
     reader = FrameReader(FRAME_MAX)
     payload = b"a" * FRAME_MAX
-    assert list(reader.feed(encode_frame(FRAME_BODY, 1, payload))) == [
-        RawFrame(FRAME_BODY, 1, payload)
-    ]
+    assert list(reader.feed(encode_frame(FRAME_BODY, 1, payload))) == [(FRAME_BODY, 1, payload)]
     with pytest.raises(FrameSyncError):
         list(reader.feed(encode_frame(FRAME_BODY, 1, payload + b"a")))
 
@@ -100,7 +98,7 @@ def test_frames_before_an_error_are_still_delivered():
     good = encode_frame(FRAME_BODY, 1, b"ok")
     bad = struct.pack(">BHI", FRAME_BODY, 1, 2) + b"no" + b"\x00"
     frames = reader.feed(good + bad)
-    assert next(frames) == RawFrame(FRAME_BODY, 1, b"ok")
+    assert next(frames) == (FRAME_BODY, 1, b"ok")
     with pytest.raises(FrameSyncError) as info:
         next(frames)
     assert info.value.reply_text == (
@@ -118,14 +116,14 @@ def test_bodies_split_at_frame_max_minus_8_and_reassemble(frame_max, delta, chun
     encode_content(5, b"\x00\x00", body, frame_max, out)
     reader = FrameReader(frame_max)
     frames = list(reader.feed(b"".join(out)))
-    header, bodies = frames[0], frames[1:]
-    assert header.type == FRAME_HEADER
-    assert struct.unpack_from(">HHQ", header.payload) == (60, 0, size)
-    assert all(f.type == FRAME_BODY and f.channel == 5 for f in bodies)
-    assert all(len(f.payload) <= frame_max - FRAME_OVERHEAD for f in bodies)
-    assert all(len(f.payload) == frame_max - FRAME_OVERHEAD for f in bodies[:-1])
+    (header_type, _channel, header), bodies = frames[0], frames[1:]
+    assert header_type == FRAME_HEADER
+    assert struct.unpack_from(">HHQ", header) == (60, 0, size)
+    assert all(ftype == FRAME_BODY and channel == 5 for ftype, channel, _ in bodies)
+    assert all(len(payload) <= frame_max - FRAME_OVERHEAD for _, _, payload in bodies)
+    assert all(len(payload) == frame_max - FRAME_OVERHEAD for _, _, payload in bodies[:-1])
     assert len(bodies) == -(-size // (frame_max - FRAME_OVERHEAD))
-    assert b"".join(f.payload for f in bodies) == body
+    assert b"".join(payload for _, _, payload in bodies) == body
 
 
 # ---------------------------------------------------------------------- method decoding
