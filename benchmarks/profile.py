@@ -3,7 +3,8 @@ transient scenario runs, so a change to the hot path can show its profile before
 
 It starts rabbitish (`:memory:`) in its own process, attaches `py-spy record` (raw output, the
 sampling rate given) for the scenario's duration, and prints the functions with the largest
-share of the samples taken in the event loop thread, by own time and including callees. py-spy
+share of the samples taken in the event loop thread, by own time (any function) and including
+callees (the broker's own functions). py-spy
 must be on PATH (`pip install py-spy`; it needs ptrace, so run as root or with ptrace allowed).
 
     python -m benchmarks.profile [--scenario publish_plain|latency] [--messages N] [--top N]
@@ -56,7 +57,8 @@ def tops(raw: Path, count: int) -> tuple[list[tuple[str, float]], list[tuple[str
         total += n
         own[frames[-1]] += n
         for frame in set(frames):
-            inclusive[frame] += n
+            if "rabbitish/" in frame and "__main__" not in frame:  # the broker's own code
+                inclusive[frame] += n
     if not total:
         return [], []
 
@@ -72,7 +74,7 @@ def main() -> None:
     parser.add_argument("--scenario", choices=["publish_plain", "latency"], default="latency")
     parser.add_argument("--messages", type=int, default=20_000, help="messages or round trips")
     parser.add_argument("--rate", type=int, default=1000, help="py-spy samples per second")
-    parser.add_argument("--top", type=int, default=15)
+    parser.add_argument("--top", type=int, default=12)
     args = parser.parse_args()
     spy = shutil.which("py-spy")
     if spy is None:
