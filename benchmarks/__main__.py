@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import shlex
 import statistics
 import tempfile
 from urllib.parse import urlparse
@@ -67,6 +68,12 @@ def parse() -> argparse.Namespace:
     parser.add_argument("--body", type=int, default=100, help="body size in bytes")
     parser.add_argument("--repeat", type=int, default=1, help="rounds; the median is reported")
     parser.add_argument("--no-rabbitmq", action="store_true", help="rabbitish alone")
+    parser.add_argument(
+        "--serve-args",
+        type=shlex.split,
+        default=[],
+        help='more `rabbitish serve` options, e.g. --serve-args="--busy-wait-us 0"',
+    )
     return parser.parse_args()
 
 
@@ -78,7 +85,9 @@ def main() -> None:
             brokers[urlparse(url).netloc.rpartition("@")[2]] = (url, [])
         if not args.url:
             data_dir = stack.enter_context(tempfile.TemporaryDirectory(prefix="rabbitish-bench-"))
-            ours = stack.enter_context(BrokerProcess("--fsync", "always", data_dir=data_dir))
+            ours = stack.enter_context(
+                BrokerProcess("--fsync", "always", *args.serve_args, data_dir=data_dir)
+            )
             assert ours.proc is not None
             brokers["rabbitish"] = (ours.url, [ours.proc.pid])
             if rabbitmq_available() and not args.no_rabbitmq:

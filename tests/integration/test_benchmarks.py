@@ -20,3 +20,13 @@ def test_suite_runs_against_a_url_and_reports_every_scenario(tmp_path) -> None:
     for scenario in SCENARIOS:
         assert f"| {scenario} |" in done.stdout
     assert "| geometric mean" not in done.stdout  # one broker: no ratios
+
+
+def test_compare_mode_starts_rabbitish_with_the_serve_args_given() -> None:
+    argv = [sys.executable, "-m", "benchmarks", "--no-rabbitmq", "--serve-args=--busy-wait-us 0"]
+    small = ["--messages", "200", "--transient", "300", "--seconds", "0.2", "--rounds", "20"]
+    done = subprocess.run(argv + small, capture_output=True, text=True, timeout=90)
+    assert done.returncode == 0, done.stderr
+    assert "runs `--fsync always --busy-wait-us 0`" in done.stdout
+    for scenario in SCENARIOS:
+        assert f"| {scenario} |" in done.stdout
