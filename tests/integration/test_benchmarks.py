@@ -30,3 +30,11 @@ def test_compare_mode_starts_rabbitish_with_the_serve_args_given() -> None:
     assert "runs `--fsync always --busy-wait-us 0`" in done.stdout
     for scenario in SCENARIOS:
         assert f"| {scenario} |" in done.stdout
+
+
+def test_hot_path_benchmark_runs() -> None:
+    argv = [sys.executable, "-m", "benchmarks.hot_path", "--messages", "4000", "--rounds", "1"]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert "| pipelined publish |" in done.stdout
+    assert "| publish -> delivery |" in done.stdout
