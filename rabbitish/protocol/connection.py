@@ -69,6 +69,7 @@ from rabbitish.protocol.states import (
     Rule,
     channel_rule,
     connection_rule,
+    content_to_channel,
     error_policy,
     next_connection_state,
 )
@@ -197,17 +198,20 @@ class Connection(BufferedOutput):
                     complete()
 
     def _handle_frame(self, ftype: int, channel_id: int, payload: bytes) -> None:
-        """One whole frame: the state's rule (states.py) decides what happens to it."""
-        rule = connection_rule(self.state, ftype, channel_id, payload)
-        if rule.action is _TO_CHANNEL:
-            channel = self.channels.get(channel_id)
-            if channel is None:
-                self._new_channel(channel_id, ftype, payload)
-            else:
-                channel.handle_frame(ftype, payload)
-            return
-        method = self._connection_method(payload) if rule.decode else None
-        _ACTIONS[rule.action](self, rule, ftype, payload, method)
+        """One whole frame: the state's rule (states.py) decides what happens to it. Content
+        frames on a channel skip the lookup in the states where the table sends them on
+        (states.CONTENT_TO_CHANNEL): two of the three frames of every publish."""
+        if not content_to_channel(self.state, ftype, channel_id, payload):
+            rule = connection_rule(self.state, ftype, channel_id, payload)
+            if rule.action is not _TO_CHANNEL:
+                method = self._connection_method(payload) if rule.decode else None
+                _ACTIONS[rule.action](self, rule, ftype, payload, method)
+                return
+        channel = self.channels.get(channel_id)
+        if channel is None:
+            self._new_channel(channel_id, ftype, payload)
+        else:
+            channel.handle_frame(ftype, payload)
 
     def _connection_method(self, payload: bytes) -> Method:
         """Decode a connection method: 501 for a short string that is not UTF-8, 541 for other

@@ -87,7 +87,7 @@ def classify(ftype: int, channel: int, payload: bytes) -> FrameKind:
     if ftype == FRAME_BODY:
         return _CHANNEL_FRAME if channel else _MISPLACED
     if ftype == FRAME_HEADER:
-        if len(payload) < 12:
+        if len(payload) < HEADER_FIXED_SIZE:
             return _MALFORMED
         return _CHANNEL_FRAME if channel else _MISPLACED
     if ftype == FRAME_HEARTBEAT and not payload:
@@ -229,6 +229,27 @@ CONNECTION_RULES: dict[ConnectionState, StateRules] = {
     ConnectionState.ANSWERED: _WHILE_CLOSING,
     ConnectionState.CLOSED: StateRules(dict.fromkeys(FrameKind, _IGNORE)),
 }
+
+
+# The states in which a frame of kind CHANNEL_FRAME goes to its channel, read off the table above.
+# A body frame on a channel is always of that kind, a content header once it holds its fixed
+# fields (`is_content_for_channel`), so the connection passes the two content frames of every
+# published message on without a rule lookup in these states.
+CONTENT_TO_CHANNEL: frozenset[ConnectionState] = frozenset(
+    state
+    for state, rules in CONNECTION_RULES.items()
+    if rules.frames[FrameKind.CHANNEL_FRAME].action is ConnectionAction.TO_CHANNEL
+)
+HEADER_FIXED_SIZE = 12  # class, weight, body size: a shorter content header is MALFORMED
+
+
+def content_to_channel(state: ConnectionState, ftype: int, channel: int, payload: bytes) -> bool:
+    """True for a content frame whose rule is surely TO_CHANNEL, decided without the lookup."""
+    return (
+        channel != 0
+        and (ftype == FRAME_BODY or (ftype == FRAME_HEADER and len(payload) >= HEADER_FIXED_SIZE))
+        and state in CONTENT_TO_CHANNEL
+    )
 
 
 def connection_rule(state: ConnectionState, ftype: int, channel: int, payload: bytes) -> Rule:
