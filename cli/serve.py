@@ -14,7 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from rabbitish.config import FSYNC_MODES, Config
-from rabbitish.server.busy_wait import BusyWaitSelector
+from rabbitish.server.busy_wait import BusyWaitSelector, CpuContention
 from rabbitish.tls import LOGIN_FROM
 
 DEFAULTS = Config()
@@ -240,7 +240,11 @@ def busy_wait_selector(config: Config) -> BusyWaitSelector | None:
     uvloop runs the loop (it has no selector to replace)."""
     if config.busy_wait_us <= 0 or _uvloop_factory() is not None:
         return None
-    return BusyWaitSelector(config.busy_wait_us / 1e6)
+    from rabbitish.server.socket_protocol import SocketWrites
+
+    selector = BusyWaitSelector(config.busy_wait_us / 1e6, replies=lambda: SocketWrites.count)
+    selector.hold_while(CpuContention().high)
+    return selector
 
 
 def event_loop_factory(

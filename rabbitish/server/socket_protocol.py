@@ -38,6 +38,13 @@ def peer_info(transport: asyncio.BaseTransport, login_from: str = COMMON_NAME) -
     return Peer(str(address), tls=True, cert_auth=cert_auth, cert_user=user)
 
 
+class SocketWrites:
+    """Socket writes by every connection of this process: the busy-waiting selector
+    (server/busy_wait.py) polls only after a loop turn that wrote one."""
+
+    count = 0
+
+
 class SocketProtocol(asyncio.Protocol):
     def __init__(self, node: Node, config: Config, registry: set[Any]) -> None:
         self.node = node
@@ -156,6 +163,7 @@ class SocketProtocol(asyncio.Protocol):
             else:
                 transport.writelines(parts)
             self._writes += 1
+            SocketWrites.count += 1
             self.send_oct += size
 
     def _resume_starved(self, conn: Any) -> None:

@@ -12,7 +12,7 @@ import pytest
 from rabbitish.cli.serve import busy_wait_selector, event_loop_factory, limits_problem
 
 from rabbitish.config import Config
-from rabbitish.server.busy_wait import BusyWaitSelector
+from rabbitish.server.busy_wait import SCHEDSTAT, BusyWaitSelector, CpuContention
 
 WINDOW = 0.2  # long, so a loaded machine's scheduling delays stay inside it
 
@@ -102,6 +102,8 @@ def test_serve_uses_it_unless_turned_off(monkeypatch) -> None:
     selector = busy_wait_selector(Config())
     assert isinstance(selector, BusyWaitSelector)
     assert selector.window == pytest.approx(300e-6)
+    assert selector.replies is not None  # polls only after turns that wrote
+    assert len(selector.holds) == 1  # CPU contention; serve adds the store's writer
     loop = event_loop_factory(selector)()  # type: ignore[misc]
     try:
         assert loop._selector is selector  # type: ignore[attr-defined]
@@ -109,3 +111,42 @@ def test_serve_uses_it_unless_turned_off(monkeypatch) -> None:
         loop.close()
     assert busy_wait_selector(Config(busy_wait_us=0)) is None
     assert limits_problem(Config(busy_wait_us=-1)) == "--busy-wait-us must not be negative"
+
+
+def test_it_polls_only_after_a_turn_that_wrote(pair) -> None:
+    selector, ours, theirs = pair
+    writes = [0]
+    selector.replies = lambda: writes[0]
+    theirs.send(b"x")
+    selector.select(1.0)  # warm
+    ours.recv(1)
+    theirs.send(b"y")
+    assert len(selector.select(1.0)) == 1
+    assert selector.polls == 0  # nothing was written: a stream, nobody waits on us
+    ours.recv(1)
+    writes[0] += 1  # this turn answered
+    theirs.send(b"z")
+    assert len(selector.select(1.0)) == 1
+    assert selector.polls == 1
+
+
+def test_cpu_contention_is_the_share_of_time_spent_waiting_for_a_cpu(tmp_path) -> None:
+    stat = tmp_path / "schedstat"
+    stat.write_text("5000 1000000 7\n")  # on CPU, waited (ns), slices
+    contention = CpuContention(stat, limit=0.10, every=0.05)
+    assert contention.read() == 1_000_000
+    assert not contention.high()  # the first reading only sets the baseline
+    time.sleep(0.1)
+    stat.write_text("5000 60001000000 9\n")  # waited a minute in a moment: oversubscribed
+    assert contention.high()
+    stat.write_text("5000 60001000000 9\n")
+    assert contention.high()  # not read again within the period
+    time.sleep(0.1)
+    assert not contention.high()  # no more waiting since
+    assert not CpuContention(tmp_path / "absent").high()  # no schedstat: never high
+
+
+def test_this_thread_has_a_schedstat_reading() -> None:
+    if not SCHEDSTAT.exists():
+        pytest.skip("this kernel keeps no schedstat: busy waiting runs without the check")
+    assert CpuContention().read() is not None
