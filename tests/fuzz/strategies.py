@@ -11,7 +11,7 @@ from pamqp import commands
 
 from rabbitish.protocol.field_types import FIELD_TYPES
 from tests.support import deep_tables
-from tests.unit.test_state_walk import zero_arguments
+from tests.unit.protocol.test_states import zero_arguments
 
 _u32 = struct.Struct(">I")
 INDEXES = sorted(commands.INDEX_MAPPING)
