@@ -146,7 +146,7 @@ def amqp10_frames(draw: st.DrawFn) -> bytes:
     from rabbitish.bridge.codec import encode_frame
     from rabbitish.bridge.codec.definitions import PERFORMATIVES
 
-    from tests.bridge.strategies import instances
+    from tests.support.amqp10_values import instances
 
     parts = []
     for _ in range(draw(st.integers(1, 4))):
