@@ -101,12 +101,15 @@ def accept_three_in_a_transaction(client, broker_url: str, uid: str):
     return receiver, txn
 
 
-def test_accepts_in_a_transaction_apply_at_commit(client, broker_url, uid):
+def test_accepts_in_a_transaction_apply_at_commit(client, broker_url, uid, rabbitish_broker):
     receiver, txn = accept_three_in_a_transaction(client, broker_url, uid)
     receiver.close()  # the receiver goes: accepts staged in the txn still hold the messages
+    queue = rabbitish_broker.node.vhosts["/"].queues[uid]
     assert ready(broker_url, uid) == 0
+    assert queue.unacked == 3  # staged: held unsettled by the transaction, not yet removed
     assert client.discharge(txn, commit=True) == "committed"
     assert ready(broker_url, uid) == 0
+    assert queue.unacked == 0  # applied: removed for good
 
 
 def test_accepts_in_an_aborted_transaction_leave_the_messages(client, broker_url, uid):

@@ -12,9 +12,9 @@ from dataclasses import dataclass, field
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
-from tests.bridge.strategies import VALUES
 from tests.fuzz import strategies as gen
 from tests.fuzz import targets
+from tests.support.amqp10_values import VALUES
 
 
 @dataclass

@@ -11,7 +11,7 @@ from pamqp import commands
 
 from rabbitish.protocol.field_types import FIELD_TYPES
 from tests.support import deep_tables
-from tests.unit.test_state_walk import zero_arguments
+from tests.unit.protocol.test_states import zero_arguments
 
 _u32 = struct.Struct(">I")
 INDEXES = sorted(commands.INDEX_MAPPING)
@@ -146,7 +146,7 @@ def amqp10_frames(draw: st.DrawFn) -> bytes:
     from rabbitish.bridge.codec import encode_frame
     from rabbitish.bridge.codec.definitions import PERFORMATIVES
 
-    from tests.bridge.strategies import instances
+    from tests.support.amqp10_values import instances
 
     parts = []
     for _ in range(draw(st.integers(1, 4))):

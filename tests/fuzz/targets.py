@@ -21,7 +21,7 @@ from rabbitish.protocol.field_tables import decode_table, encode_table
 from rabbitish.protocol.field_types import check_table, typed_table
 from rabbitish.protocol.framing import FrameReader, FrameSyncError
 from rabbitish.protocol.states import ConnectionState
-from tests.bridge.strategies import same
+from tests.support.amqp10_values import same
 from tests.unit.harness import Harness
 
 # A close must carry a reply code RabbitMQ uses for errors. 541 is one (RabbitMQ answers it to

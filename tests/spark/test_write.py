@@ -7,6 +7,7 @@ import base64
 import datetime as dt
 import json
 import urllib.request
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -89,16 +90,23 @@ def test_string_bodies_and_the_routing_key_option_with_exact_counts(spark, broke
     assert sorted(got) == sorted(f"m{i}".encode() for i in range(1000))
 
 
-def test_a_task_that_fails_once_is_retried_without_duplicates(spark, amqp_url, request, uid):
+def test_a_task_that_fails_once_is_retried_without_duplicates(
+    spark, amqp_url, request, uid, tmp_path
+):
     """On rabbitish through half transactions, on RabbitMQ through the per-task tx alone."""
     _queue(amqp_url, uid)
+    marks = str(tmp_path)  # the tasks run on this machine: they leave marks the test reads
 
     @F.udf(StringType())
     def flaky(n):
         # Each partition holds about half of 0..399 sorted: n >= 380 comes after ~190 rows
         # the first attempt has already published in its (never committed) tx.
-        if n >= 380 and TaskContext.get().attemptNumber() == 0:
+        context = TaskContext.get()
+        if n >= 380 and context.attemptNumber() == 0:
+            Path(marks, f"failed-{context.partitionId()}").write_text(str(n))
             raise RuntimeError("forced failure on the first attempt")
+        if context.attemptNumber() > 0:
+            Path(marks, f"retried-{context.partitionId()}").touch()
         return f"m{n}"
 
     df = _numbers(spark, 400, 2).sortWithinPartitions("n").select(flaky("n").alias("body"))
@@ -106,6 +114,12 @@ def test_a_task_that_fails_once_is_retried_without_duplicates(spark, amqp_url, r
     got = _drained(amqp_url, uid)
     assert len(got) == 400
     assert sorted(got) == sorted(f"m{i}".encode() for i in range(400))
+    # The forced failure did happen, in both partitions, after the rows before it...
+    failed = {p.name: int(p.read_text()) for p in tmp_path.glob("failed-*")}
+    assert sorted(failed) == ["failed-0", "failed-1"]
+    assert all(380 <= n < 400 for n in failed.values())
+    # ...and each failed partition was written again by a later attempt.
+    assert sorted(p.name for p in tmp_path.glob("retried-*")) == ["retried-0", "retried-1"]
     if amqp_url == request.getfixturevalue("broker_url"):
         assert _held(request.getfixturevalue("rabbitish_broker"), uid) == []
 

@@ -11,6 +11,7 @@ import pytest
 from rabbitish.testing import call_in_loop
 from tests.support.clients import channel_error, pika_channel, pika_connection
 from tests.support.half import TXN_EXCHANGE, bodies, decide, half, queue_json, ready
+from tests.support.waiting import wait_until
 
 
 @pytest.fixture
@@ -108,11 +109,18 @@ def test_decisions_are_idempotent_and_unknown_ids_unroutable(broker_url, queues,
                 ch.basic_publish(TXN_EXCHANGE, key, b"", props, mandatory=True)
 
 
-def test_an_unroutable_half_message_is_returned_and_holds_nothing(broker_url, uid):
+def test_an_unroutable_half_message_is_returned_and_holds_nothing(
+    broker_url, rabbitish_broker, uid
+):
+    node = rabbitish_broker.node
     with pika_channel(broker_url) as ch:
         ch.confirm_delivery()
         with pytest.raises(pika.exceptions.UnroutableError):
             ch.basic_publish("", f"{uid}-missing", b"x", half(uid), mandatory=True)
+        # What is held, asked directly (the confirm came after the publish was handled): no
+        # transaction for this id, in this vhost or any other.
+        assert call_in_loop(rabbitish_broker, node.vhosts["/"].half.get, uid) is None
+        assert uid not in [v.id for v in call_in_loop(rabbitish_broker, node.half_transactions)]
         with pytest.raises(pika.exceptions.UnroutableError):
             decide(ch, uid, mandatory=True)
 
@@ -189,10 +197,14 @@ def test_a_queue_bound_to_the_decision_exchange_gets_nothing(broker_url, queues,
 def test_ttl_counts_from_the_commit(broker_url, uid):
     with pika_channel(broker_url) as ch:
         ch.confirm_delivery()
-        ch.queue_declare(uid, auto_delete=True, arguments={"x-message-ttl": 400})
+        ch.queue_declare(uid, auto_delete=True, arguments={"x-message-ttl": 1000})
         ch.basic_publish("", uid, b"x", half(uid))
-        # Held longer than the TTL: the clock starts at the commit, not at the publish.
-        ch.connection.sleep(0.5)
+        ch.basic_publish("", uid, b"control")  # not half: its TTL runs from now
+        # Held longer than the TTL (the control message, published after it, has expired):
+        # the clock starts at the commit, not at the publish.
+        wait_until(
+            lambda: ready(ch, uid) == 0, timeout=30, message="the control message never expired"
+        )
         decide(ch, uid)
         assert bodies(ch, uid) == [b"x"]
 

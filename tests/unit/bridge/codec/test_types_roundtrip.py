@@ -21,7 +21,7 @@ from rabbitish.bridge.codec.types import (
     encode_into,
 )
 
-from tests.bridge.strategies import VALUES, filled, instances, same
+from tests.support.amqp10_values import VALUES, filled, instances, same
 
 SLOW = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

@@ -8,15 +8,11 @@ from hypothesis import strategies as st
 
 from rabbitish.engine.message import Message, QueueEntry
 from rabbitish.engine.ready import PriorityReady, ReadyList
-
-
-class _Codec:
-    def headers(self, raw: bytes) -> dict:
-        return {}
+from tests.support.engine import CODEC, NO_PROPERTIES
 
 
 def entry(seq: int, priority: int = 0, size: int = 1) -> QueueEntry:
-    message = Message("", "k", b"\x00\x00", b"x" * size, _Codec(), priority=priority)  # type: ignore[arg-type]
+    message = Message("", "k", NO_PROPERTIES, b"x" * size, CODEC, priority=priority)
     return QueueEntry(None, seq, message, None)
 
 

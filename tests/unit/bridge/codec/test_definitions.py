@@ -33,7 +33,7 @@ from rabbitish.bridge.codec.types import (
     encode,
 )
 
-from tests.bridge.strategies import filled, instances, same
+from tests.support.amqp10_values import filled, instances, same
 
 NS = "{http://www.amqp.org/schema/amqp.xsd}"
 

@@ -11,7 +11,6 @@ from rabbitish.engine.alarms import Alarms
 from rabbitish.engine.clock import ManualScheduler
 from rabbitish.engine.errors import MAX_MESSAGE_SIZE, message_too_large
 from rabbitish.engine.resources import Probes, ResourceMonitor, parse_size, parse_watermark
-from rabbitish.protocol.ack_timeout import timed_out_text
 
 MiB = 1024 * 1024
 
@@ -67,10 +66,6 @@ def test_the_refusal_texts_are_rabbitmqs():
     # RabbitMQ names its hard limit apart.
     assert message_too_large(MAX_MESSAGE_SIZE + 1, MAX_MESSAGE_SIZE).text.endswith(
         f"is larger than max size {MAX_MESSAGE_SIZE}"
-    )
-    assert timed_out_text(2, 1800000) == (
-        "delivery acknowledgement on channel 2 timed out. Timeout value used: 1800000 ms. "
-        "This timeout value can be configured, see consumers doc guide to learn more"
     )
 
 

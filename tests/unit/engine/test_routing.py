@@ -16,8 +16,7 @@ from rabbitish.engine.exchanges.headers import headers_match, validate_binding
 from rabbitish.engine.exchanges.topic import compile_pattern
 from rabbitish.engine.message import Message
 from rabbitish.engine.vhost import VirtualHost
-from rabbitish.protocol import properties
-from rabbitish.protocol.codec import CODEC
+from tests.support.engine import CODEC, NO_PROPERTIES
 
 MODES = "expected all, any, all-with-x, or any-with-x"
 
@@ -141,7 +140,7 @@ def test_x_match_valid_values():
 
 # ---------------------------------------------------------------------- vhost routing
 def message(key: str, headers: dict[str, Any] | None = None) -> Message:
-    raw = properties.encode_properties(headers=headers) if headers else b"\x00\x00"
+    raw = CODEC.encode(headers=headers) if headers else NO_PROPERTIES
     return Message("x", key, raw, b"body", CODEC)
 
 

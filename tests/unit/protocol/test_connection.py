@@ -8,16 +8,6 @@ from pamqp import commands
 
 from rabbitish.protocol.framing import FRAME_BODY, FRAME_HEADER, encode_method
 from rabbitish.protocol.states import ChannelState, ConnectionState
-from rabbitish.server.connection import AmqpServerProtocol
-from rabbitish.server.listener import (
-    AMQP_0_9,
-    AMQP_0_9_1,
-    AMQP_1_0,
-    AMQP_1_0_SASL,
-    FRONT_ENDS,
-    amqp10_front_end,
-    front_end_for,
-)
 from tests.unit.harness import Close, Harness, publish_bytes
 
 BYTEWISE = pytest.mark.parametrize("chunks", [None, 1], ids=["whole", "byte-by-byte"])
@@ -233,13 +223,3 @@ def test_a_server_method_from_the_client_is_unimplemented():
     frames = h.send(1, commands.Basic.GetEmpty())
     unimplemented = Close(503, "COMMAND_INVALID - unimplemented method", 60, 72)
     assert [f.close for f in frames] == [unimplemented]
-
-
-# ---------------------------------------------------------------------- front ends
-def test_the_protocol_header_chooses_the_front_end():
-    assert front_end_for(AMQP_0_9_1) is AmqpServerProtocol
-    assert front_end_for(AMQP_0_9) is AmqpServerProtocol
-    assert front_end_for(AMQP_1_0) is front_end_for(AMQP_1_0_SASL) is amqp10_front_end
-    for header in (b"GET / HT", b"AMQP\x00\x00\x09\x00", b"AMQP\x00\x02\x00\x00"):
-        assert front_end_for(header) is None  # answered with our header and a close
-    assert all(len(header) == 8 for header in FRONT_ENDS)

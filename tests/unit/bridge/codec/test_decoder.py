@@ -34,7 +34,7 @@ from rabbitish.bridge.codec.types import (
     encode,
 )
 
-from tests.bridge.strategies import same
+from tests.support.amqp10_values import same
 
 
 def h(text: str) -> bytes:

@@ -12,8 +12,7 @@ from rabbitish.engine import half as half_module
 from rabbitish.engine.half import HalfSettings
 from rabbitish.engine.message import Message
 from rabbitish.engine.vhost import VirtualHost
-from rabbitish.protocol import properties
-from rabbitish.protocol.codec import CODEC
+from tests.support.engine import CODEC
 
 
 class _Timer:
@@ -53,7 +52,7 @@ class SteppedScheduler:
 
 
 def _half(txn: str, **headers: Any) -> Message:
-    raw = properties.encode_properties(headers={"x-half-txn": txn, **headers})
+    raw = CODEC.encode(headers={"x-half-txn": txn, **headers})
     return Message("", "work", raw, b"job", CODEC)
 
 

@@ -27,7 +27,7 @@ from rabbitish.bridge.codec.types import (
     encode,
 )
 
-from tests.bridge.strategies import same
+from tests.support.amqp10_values import same
 
 proton = pytest.importorskip("proton")
 
