@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import operator
 from dataclasses import dataclass
-from typing import Any, ClassVar, SupportsIndex
+from typing import Any, ClassVar, NamedTuple, SupportsIndex
 
 
 class DecodeError(Exception):
@@ -223,17 +223,30 @@ class Described:
     value: Any
 
 
+class FieldSpec(NamedTuple):
+    """One field of a composite, as the XML declares it (name and type as spelled there)."""
+
+    name: str
+    type: str
+    multiple: bool
+    mandatory: bool
+    requires: str | None
+
+
 class Composite:
     """Base of the spec's composite types (a described list of fields); the subclasses and their
-    field tables are generated from the XML in definitions.py."""
+    field tables are generated from the XML into spec_classes.py."""
 
     __slots__ = ()
     DESCRIPTOR: ClassVar[ULong]
     DESCRIPTOR_NAME: ClassVar[Symbol]
+    AMQP_NAME: ClassVar[str]
+    PROVIDES: ClassVar[frozenset[str]]
+    FIELDS: ClassVar[tuple[FieldSpec, ...]]
     ATTRS: ClassVar[tuple[str, ...]]
     DEFAULTS: ClassVar[tuple[Any, ...]]
-    # The descriptor as written on the wire (00 53 code), and the per-class field writer and
-    # reader: set when the class is generated.
+    # The descriptor as written on the wire (00 53 code), generated; the per-class field writer
+    # and reader are attached by definitions.py.
     _PREFIX: ClassVar[bytes]
 
     def _write_fields(self, out: bytearray) -> int:
@@ -263,6 +276,8 @@ class Restricted:
     __slots__ = ()
     DESCRIPTOR: ClassVar[ULong]
     DESCRIPTOR_NAME: ClassVar[Symbol]
+    AMQP_NAME: ClassVar[str]
+    PROVIDES: ClassVar[frozenset[str]]
     SOURCE: ClassVar[str]
     _PREFIX: ClassVar[bytes]
     value: Any
