@@ -137,7 +137,7 @@ def _keyed_map(value: Any, out: bytearray) -> None:
 _ENCODE_FAILURES = (TypeError, ValueError, OverflowError, AttributeError, struct.error)
 
 
-def _writer(cls: type[Composite]) -> Callable[[Any, bytearray], int]:
+def _writer(cls: type[Composite]) -> Callable[[Composite, bytearray], int]:
     """The class's _write_fields: the field values in order, trailing nulls dropped."""
     attrs = cls.ATTRS
     defaults = cls.DEFAULTS
@@ -158,7 +158,7 @@ def _writer(cls: type[Composite]) -> Callable[[Any, bytearray], int]:
     mandatory = tuple(i for i, f in enumerate(cls.FIELDS) if f.mandatory)
     name = cls.__name__
 
-    def write_fields(self: Any, out: bytearray) -> int:
+    def write_fields(self: Composite, out: bytearray) -> int:
         values = get_all(self)
         for i in mandatory:
             if values[i] is None:
@@ -272,9 +272,10 @@ def _as_list(value: Any, allowed: tuple[type, ...] | None, label: str) -> list[A
 def _bind_composite(cls: type[Composite]) -> None:
     """Attach the field writer and reader (after every class exists: a field may be of another
     composite type, like error) and register the class with the decoder."""
-    # The writer and reader are built from the generated field table, so they are attached to
-    # the class here rather than written as its methods.
-    cls._write_fields = _writer(cls)  # type: ignore[method-assign]
+    # The writer and reader are closures built from the generated field table, attached here
+    # over the base class's placeholder methods (hence the ignores: mypy sees a method reassigned,
+    # with a closure or a staticmethod where it declared a method).
+    cls._write_fields = _writer(cls)  # type: ignore[method-assign, assignment]
     from_value = _reader(cls)
     cls._from_value = staticmethod(from_value)  # type: ignore[method-assign, assignment]
     register_described(cls.DESCRIPTOR, cls.DESCRIPTOR_NAME, from_value)
@@ -295,9 +296,11 @@ def _bind_section(cls: type[Restricted]) -> None:
     def from_value(value: Any) -> Any:
         if allowed is not None and value is not None and type(value) not in allowed:
             raise DecodeError(f"{name} holds {_kind(value)}, expected {source}")
-        return cls(value)  # type: ignore[call-arg]  # every section class takes its value
+        # Every generated section class takes its value (the Restricted base declares no
+        # __init__ of its own).
+        return cls(value)  # type: ignore[call-arg]
 
-    cls._from_value = staticmethod(from_value)  # type: ignore[method-assign, assignment]
+    cls._from_value = staticmethod(from_value)  # type: ignore[method-assign]
     register_described(cls.DESCRIPTOR, cls.DESCRIPTOR_NAME, from_value)
 
 
