@@ -220,7 +220,9 @@ class CoordinatorLink(ReceivingLink):
     def received(self, first: Transfer, body: bytes) -> None:
         if first.settled:
             raise LinkError("amqp:illegal-state", "declare and discharge must be sent unsettled")
-        self._control(int(first.delivery_id), _control_body(body))
+        # An unsettled transfer carries its delivery-id (a peer that leaves it out fails
+        # here, with a TypeError, as it always has).
+        self._control(int(first.delivery_id), _control_body(body))  # type: ignore[arg-type]
 
     def _control(self, delivery_id: int, request: Any) -> None:
         if isinstance(request, Declare):
@@ -254,7 +256,9 @@ class CoordinatorLink(ReceivingLink):
             self._reject(delivery_id, ROLLBACK, err.text)
             return
         if touched:
-            journal = self.session.conn.vhost.journal
+            vhost = self.session.conn.vhost
+            assert vhost is not None  # a session exists only on an open connection
+            journal = vhost.journal
             journal.when_synced(
                 journal.position,
                 lambda: self._accept(delivery_id),

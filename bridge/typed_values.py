@@ -60,7 +60,7 @@ def to_field(value: Any) -> FieldValue:
         return FieldValue("float", float(value))
     if isinstance(value, float):
         return FieldValue("double", value)
-    if isinstance(value, tuple(_BID)):
+    if isinstance(value, (Decimal32, Decimal64, Decimal128)):
         number = bid_to_decimal(value)
         return FieldValue("decimal", number) if _fits_091(number) else _text(number)
     if isinstance(value, str):  # string, symbol, char
@@ -110,7 +110,7 @@ def from_field(field: FieldValue) -> Any:
     return value  # bool, double, binary, void
 
 
-def bid_to_decimal(raw: bytes) -> decimal.Decimal | None:
+def bid_to_decimal(raw: Decimal32 | Decimal64 | Decimal128) -> decimal.Decimal | None:
     """The number in an IEEE decimal32/64/128 (binary integer encoding); None for infinities
     and NaNs."""
     exp_bits, bias = _BID[type(raw)]
@@ -141,7 +141,7 @@ def type_name(value: Any) -> str:
     """The 1.0 type a decoded value has (a plain int is a long, a plain float a double)."""
     if isinstance(value, Array):
         return f"array:{value.element_type}"
-    named = getattr(type(value), "AMQP_TYPE", None)
+    named: str | None = getattr(type(value), "AMQP_TYPE", None)
     if named is not None:
         return named
     for cls, name in _PLAIN_TYPES:

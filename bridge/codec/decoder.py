@@ -71,7 +71,7 @@ def _constant(value: Any) -> Decoder:
     return decode
 
 
-def _dec_list0(buf: bytes, pos: int) -> tuple[list, int]:
+def _dec_list0(buf: bytes, pos: int) -> tuple[list[Any], int]:
     return [], pos
 
 
@@ -178,10 +178,10 @@ def _header(name: str, buf: bytes, pos: int, wide: bool) -> tuple[int, int, int]
     return first, end, count
 
 
-def _items(name: str, buf: bytes, pos: int, end: int, count: int) -> list:
+def _items(name: str, buf: bytes, pos: int, end: int, count: int) -> list[Any]:
     if count > end - pos:  # every item takes at least its constructor octet
         raise DecodeError(f"{name} claims {count} items in {end - pos} bytes")
-    items = []
+    items: list[Any] = []
     append = items.append
     decoders = _DECODERS
     for _ in range(count):
@@ -195,7 +195,7 @@ def _items(name: str, buf: bytes, pos: int, end: int, count: int) -> list:
 
 
 def _list(name: str, wide: bool) -> Decoder:
-    def decode(buf: bytes, pos: int) -> tuple[list, int]:
+    def decode(buf: bytes, pos: int) -> tuple[list[Any], int]:
         first, end, count = _header(name, buf, pos, wide)
         return _items(name, buf, first, end, count), end
 
@@ -203,12 +203,12 @@ def _list(name: str, wide: bool) -> Decoder:
 
 
 def _map(name: str, wide: bool) -> Decoder:
-    def decode(buf: bytes, pos: int) -> tuple[dict, int]:
+    def decode(buf: bytes, pos: int) -> tuple[dict[Any, Any], int]:
         first, end, count = _header(name, buf, pos, wide)
         if count % 2:
             raise DecodeError(f"{name} at offset {pos} has an odd count ({count})")
         items = _items(name, buf, first, end, count)
-        result: dict = {}
+        result: dict[Any, Any] = {}
         pairs = iter(items)
         for key, value in zip(pairs, pairs, strict=True):
             try:
@@ -268,7 +268,7 @@ def _array_items(name: str, buf: bytes, pos: int, end: int, count: int) -> Array
     elif count > end - pos:
         raise DecodeError(f"{name} claims {count} elements in {end - pos} bytes")
     decode_element = _DECODERS[code]
-    items = []
+    items: list[Any] = []
     append = items.append
     for _ in range(count):
         value, pos = decode_element(buf, pos)

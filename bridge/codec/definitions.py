@@ -1,5 +1,6 @@
-"""The spec's composite and restricted types as Python classes, generated from the XML on import
-so the field tables cannot drift from the spec.
+"""The spec's composite and restricted types as the codec uses them: the classes (generated from
+the XML into spec_classes.py by generate.py, and re-exported here) get their field writers and
+readers, and are registered with the decoder.
 
 Every ``<type class="composite">`` becomes a class named in CamelCase (``sasl-init`` ->
 ``SaslInit``) with its fields as snake_case attributes (``max-frame-size`` ->
@@ -18,17 +19,22 @@ after the symbol (``amqp:connection:framing-error`` -> ``CONNECTION_FRAMING_ERRO
 
 from __future__ import annotations
 
-import re
 import struct
 import uuid
 from collections.abc import Callable, Mapping
-from dataclasses import field, make_dataclass
 from operator import attrgetter
-from typing import Any, NamedTuple
+from typing import Any
 
-from . import schema
+from . import spec_classes
 from .decoder import register_described
-from .encoder import TYPED_ENCODERS, encode, encode_array_into, encode_keyed_map, write_value
+from .encoder import TYPED_ENCODERS, encode_array_into, encode_keyed_map, write_value
+from .spec_classes import *  # noqa: F403 (the generated names, re-exported)
+from .spec_classes import (
+    COMPOSITES,
+    RESTRICTED_SOURCES,
+    SECTION_TYPES,
+)
+from .spec_names import camel, condition_constant, resolve_restricted, restricted_chain, snake
 from .values import (
     Array,
     Byte,
@@ -39,6 +45,7 @@ from .values import (
     Decimal128,
     DecodeError,
     EncodeError,
+    FieldSpec,
     Float32,
     Int,
     Long,
@@ -52,18 +59,8 @@ from .values import (
     UShort,
 )
 
-SCHEMA = schema.load()
-TYPES = SCHEMA.types
-
-
-class FieldSpec(NamedTuple):
-    """One field of a composite, as the XML declares it (name and type as spelled there)."""
-
-    name: str
-    type: str
-    multiple: bool
-    mandatory: bool
-    requires: str | None
+# A field's encoder: the value and the buffer to append to.
+FieldEncoder = Callable[[Any, bytearray], None]
 
 
 # ---------------------------------------------------------------------- type resolution
@@ -102,90 +99,17 @@ _PYTHON_TYPES: dict[str, tuple[type, ...]] = {
 def resolve(type_name: str) -> str:
     """The primitive type behind a restricted type (``delivery-number`` -> ``uint``), a
     composite's own name, or ``*``."""
-    seen = type_name
-    while seen in TYPES and TYPES[seen].klass == "restricted":
-        seen = TYPES[seen].source or "*"
-    return seen
+    return resolve_restricted(type_name, RESTRICTED_SOURCES)
 
 
 def _is_keyed_map(type_name: str) -> bool:
-    while type_name in TYPES and TYPES[type_name].klass == "restricted":
-        if type_name in _KEYED_MAPS:
-            return True
-        type_name = TYPES[type_name].source or "*"
-    return False
-
-
-def camel(name: str) -> str:
-    """``sasl-mechanisms`` -> ``SaslMechanisms``."""
-    return "".join(part.capitalize() for part in name.split("-"))
-
-
-def snake(name: str) -> str:
-    """``max-frame-size`` -> ``max_frame_size``."""
-    return name.replace("-", "_")
-
-
-def _literal(primitive: str, text: str) -> Any:
-    """A value written in the XML (a default or a choice) as the Python value of `primitive`."""
-    if primitive == "boolean":
-        return text == "true"
-    if primitive == "symbol":
-        return Symbol(text)
-    if primitive == "string":
-        return text
-    kinds = _PYTHON_TYPES[primitive]
-    return kinds[0](int(text))
-
-
-def _default(field_def: schema.FieldDef) -> Any:
-    if field_def.default is None:
-        return None
-    choices = CHOICES.get(field_def.type, {})
-    if field_def.default in choices:
-        return choices[field_def.default]
-    return _literal(resolve(field_def.type), field_def.default)
-
-
-# ---------------------------------------------------------------------- choices and constants
-CHOICES: dict[str, dict[str, Any]] = {
-    t.name: {c.name: _literal(resolve(t.name), c.value) for c in t.choices}
-    for t in TYPES.values()
-    if t.choices
-}
-
-
-def condition_constant(value: str) -> str:
-    """``amqp:connection:framing-error`` -> ``CONNECTION_FRAMING_ERROR``."""
-    return re.sub(r"[^A-Za-z0-9]+", "_", value.removeprefix("amqp:")).upper()
-
-
-# Error condition symbols by constant name, for every error-condition the spec lists.
-CONDITIONS: dict[str, Symbol] = {
-    condition_constant(value): value
-    for t in TYPES.values()
-    if "error-condition" in t.provides
-    for value in CHOICES[t.name].values()
-}
-
-# <definition> values (PORT, MIN-MAX-FRAME-SIZE...) by constant name.
-DEFINITIONS: dict[str, int] = {
-    snake(name).upper(): int(value) for name, value in SCHEMA.definitions.items()
-}
-
-
-def _choice_namespace(type_def: schema.TypeDef) -> type:
-    values = CHOICES[type_def.name]
-    attrs: dict[str, Any] = {snake(name).upper(): value for name, value in values.items()}
-    attrs["VALUES"] = dict(values)
-    attrs["__doc__"] = f"Values of the restricted type {type_def.name} ({resolve(type_def.name)})."
-    attrs["__slots__"] = ()
-    return type(camel(type_def.name), (), attrs)
+    return any(name in _KEYED_MAPS for name in restricted_chain(type_name, RESTRICTED_SOURCES))
 
 
 # ---------------------------------------------------------------------- field encoders
-def _field_encoder(field_def: schema.FieldDef) -> Callable[[Any, bytearray], None]:
+def _field_encoder(field_def: FieldSpec) -> FieldEncoder:
     primitive = resolve(field_def.type)
+    single: FieldEncoder
     if _is_keyed_map(field_def.type):
         single = _keyed_map
     else:
@@ -213,26 +137,28 @@ def _keyed_map(value: Any, out: bytearray) -> None:
 _ENCODE_FAILURES = (TypeError, ValueError, OverflowError, AttributeError, struct.error)
 
 
-def _writer(cls: type, fields: tuple[schema.FieldDef, ...], defaults: tuple) -> Callable:
+def _writer(cls: type[Composite]) -> Callable[[Composite, bytearray], int]:
     """The class's _write_fields: the field values in order, trailing nulls dropped."""
-    attrs = tuple(snake(f.name) for f in fields)
+    attrs = cls.ATTRS
+    defaults = cls.DEFAULTS
+    get_all: Callable[[Any], tuple[Any, ...]]
     if len(attrs) > 1:
         get_all = attrgetter(*attrs)
     elif attrs:
         get_one = attrgetter(attrs[0])
 
-        def get_all(obj: Any) -> tuple:
+        def get_all(obj: Any) -> tuple[Any, ...]:
             return (get_one(obj),)
     else:
 
-        def get_all(obj: Any) -> tuple:
+        def get_all(obj: Any) -> tuple[Any, ...]:
             return ()
 
-    plan = tuple((i, _field_encoder(f), defaults[i]) for i, f in enumerate(fields))
-    mandatory = tuple(i for i, f in enumerate(fields) if f.mandatory)
+    plan = tuple((i, _field_encoder(f), defaults[i]) for i, f in enumerate(cls.FIELDS))
+    mandatory = tuple(i for i, f in enumerate(cls.FIELDS) if f.mandatory)
     name = cls.__name__
 
-    def write_fields(self: Any, out: bytearray) -> int:
+    def write_fields(self: Composite, out: bytearray) -> int:
         values = get_all(self)
         for i in mandatory:
             if values[i] is None:
@@ -291,19 +217,19 @@ def _kind(value: Any) -> str:
     return _BUILTIN_KINDS.get(kind) or getattr(kind, "AMQP_TYPE", None) or kind.__name__
 
 
-def _reader(cls: type, fields: tuple[schema.FieldDef, ...], defaults: tuple) -> Callable:
+def _reader(cls: type[Composite]) -> Callable[[Any], Any]:
     """The class's _from_value: a decoded list to an instance, checking each field."""
     name = cls.__name__
     plan = tuple(
         (
-            cls.__dict__[snake(f.name)].__set__,  # the slot
+            cls.__dict__[attr].__set__,  # the slot
             _allowed(f.type),
-            defaults[i],
+            default,
             f.mandatory,
             f.multiple,
-            f"{name}.{snake(f.name)}",
+            f"{name}.{attr}",
         )
-        for i, f in enumerate(fields)
+        for f, attr, default in zip(cls.FIELDS, cls.ATTRS, cls.DEFAULTS, strict=True)
     )
     width = len(plan)
     padding = [[None] * (width - n) for n in range(width + 1)]
@@ -332,7 +258,7 @@ def _reader(cls: type, fields: tuple[schema.FieldDef, ...], defaults: tuple) -> 
     return from_value
 
 
-def _as_list(value: Any, allowed: tuple[type, ...] | None, label: str) -> list:
+def _as_list(value: Any, allowed: tuple[type, ...] | None, label: str) -> list[Any]:
     """A ``multiple`` field: an array (or list) of values, or one value."""
     items = list(value) if isinstance(value, list) else [value]
     if allowed is not None:
@@ -343,101 +269,54 @@ def _as_list(value: Any, allowed: tuple[type, ...] | None, label: str) -> list:
 
 
 # ---------------------------------------------------------------------- classes
-def _namespace(type_def: schema.TypeDef) -> dict[str, Any]:
-    code = type_def.descriptor_code
-    assert code is not None and type_def.descriptor_name is not None
-    return {
-        "DESCRIPTOR": ULong(code),
-        "DESCRIPTOR_NAME": Symbol(type_def.descriptor_name),
-        "AMQP_NAME": type_def.name,
-        "PROVIDES": frozenset(type_def.provides),
-        "_PREFIX": b"\x00" + encode(ULong(code)),
-        "__doc__": f"AMQP {type_def.name} ({type_def.spec}), descriptor 0x{code:08x}.",
-        "__module__": __name__,
-    }
-
-
-def _composite(type_def: schema.TypeDef) -> type:
-    defaults = tuple(_default(f) for f in type_def.fields)
-    namespace = _namespace(type_def)
-    namespace["FIELDS"] = tuple(
-        FieldSpec(f.name, f.type, f.multiple, f.mandatory, f.requires) for f in type_def.fields
-    )
-    namespace["ATTRS"] = tuple(snake(f.name) for f in type_def.fields)
-    namespace["DEFAULTS"] = defaults
-    return make_dataclass(
-        camel(type_def.name),
-        [
-            (snake(f.name), Any, field(default=d))
-            for f, d in zip(type_def.fields, defaults, strict=True)
-        ],
-        bases=(Composite,),
-        namespace=namespace,
-        kw_only=True,
-        slots=True,
-        repr=False,
-    )
-
-
-def _finish_composite(cls: Any, type_def: schema.TypeDef) -> None:
+def _bind_composite(cls: type[Composite]) -> None:
     """Attach the field writer and reader (after every class exists: a field may be of another
     composite type, like error) and register the class with the decoder."""
-    defaults = tuple(_default(f) for f in type_def.fields)
-    cls._write_fields = _writer(cls, type_def.fields, defaults)
-    from_value = _reader(cls, type_def.fields, defaults)
-    cls._from_value = staticmethod(from_value)
+    # The writer and reader are closures built from the generated field table, attached here
+    # over the base class's placeholder methods (hence the ignores: mypy sees a method reassigned,
+    # with a closure or a staticmethod where it declared a method).
+    cls._write_fields = _writer(cls)  # type: ignore[method-assign, assignment]
+    from_value = _reader(cls)
+    cls._from_value = staticmethod(from_value)  # type: ignore[method-assign, assignment]
     register_described(cls.DESCRIPTOR, cls.DESCRIPTOR_NAME, from_value)
 
 
-def _section(type_def: schema.TypeDef) -> type:
+def _bind_section(cls: type[Restricted]) -> None:
     """A described restricted type (a message section): one value of the source type."""
-    source = resolve(type_def.name)
-    namespace = _namespace(type_def)
-    namespace["SOURCE"] = source
-    if _is_keyed_map(type_def.name):
-        namespace["_encode_value"] = staticmethod(_keyed_map)
+    source = cls.SOURCE
+    encode_value: FieldEncoder
+    if _is_keyed_map(cls.AMQP_NAME):
+        encode_value = _keyed_map
     else:
-        namespace["_encode_value"] = staticmethod(TYPED_ENCODERS.get(source, write_value))
-    cls: Any = make_dataclass(
-        camel(type_def.name),
-        [("value", Any, field(default=None))],
-        bases=(Restricted,),
-        namespace=namespace,
-        slots=True,
-        repr=False,
-    )
+        encode_value = TYPED_ENCODERS.get(source, write_value)
+    cls._encode_value = staticmethod(encode_value)  # type: ignore[method-assign, assignment]
     allowed = _PYTHON_TYPES.get(source)
     name = cls.__name__
 
     def from_value(value: Any) -> Any:
         if allowed is not None and value is not None and type(value) not in allowed:
             raise DecodeError(f"{name} holds {_kind(value)}, expected {source}")
-        return cls(value)
+        # Every generated section class takes its value (the Restricted base declares no
+        # __init__ of its own).
+        return cls(value)  # type: ignore[call-arg]
 
-    cls._from_value = staticmethod(from_value)
+    cls._from_value = staticmethod(from_value)  # type: ignore[method-assign]
     register_described(cls.DESCRIPTOR, cls.DESCRIPTOR_NAME, from_value)
-    return cls
 
 
-COMPOSITES: dict[str, Any] = {
-    t.name: _composite(t) for t in TYPES.values() if t.klass == "composite"
-}
-for _type_def in TYPES.values():
-    if _type_def.klass == "composite":
-        _finish_composite(COMPOSITES[_type_def.name], _type_def)
-
-SECTION_TYPES: dict[str, Any] = {
-    t.name: _section(t)
-    for t in TYPES.values()
-    if t.klass == "restricted" and t.descriptor_code is not None
-}
+for _composite in COMPOSITES.values():
+    _bind_composite(_composite)
+for _section in SECTION_TYPES.values():
+    _bind_section(_section)
 
 # Every generated class by XML name, and by descriptor code.
-CLASSES: dict[str, Any] = {**COMPOSITES, **SECTION_TYPES}
-BY_DESCRIPTOR: dict[int, Any] = {int(cls.DESCRIPTOR): cls for cls in CLASSES.values()}
+CLASSES: dict[str, type[Composite] | type[Restricted]] = {**COMPOSITES, **SECTION_TYPES}
+BY_DESCRIPTOR: dict[int, type[Composite] | type[Restricted]] = {
+    int(cls.DESCRIPTOR): cls for cls in CLASSES.values()
+}
 
 
-def providers(archetype: str) -> tuple[type, ...]:
+def providers(archetype: str) -> tuple[type[Composite] | type[Restricted], ...]:
     """The classes that provide `archetype` (``frame``, ``sasl-frame``, ``outcome``...)."""
     return tuple(cls for cls in CLASSES.values() if archetype in cls.PROVIDES)
 
@@ -448,48 +327,20 @@ SECTIONS = providers("section")
 DELIVERY_STATES = providers("delivery-state")
 OUTCOMES = providers("outcome")
 
-CHOICE_TYPES: dict[str, type] = {
-    t.name: _choice_namespace(t)
-    for t in TYPES.values()
-    if t.choices and "error-condition" not in t.provides
-}
-
-
-def _publish(names: dict[str, Any]) -> None:
-    """Make the generated names module attributes (``from .definitions import Open``)."""
-    clashes = set(names) & set(globals())
-    if clashes:
-        raise RuntimeError(f"generated names clash with the module's own: {sorted(clashes)}")
-    globals().update(names)
-
-
-_publish({cls.__name__: cls for cls in CLASSES.values()})
-_publish({cls.__name__: cls for cls in CHOICE_TYPES.values()})
-_publish(dict(CONDITIONS))
-_publish(dict(DEFINITIONS))
-
+# This module's names, then every generated one (the classes, choices, conditions, tables).
 __all__ = [
     "BY_DESCRIPTOR",
-    "CHOICES",
-    "CHOICE_TYPES",
     "CLASSES",
-    "COMPOSITES",
-    "CONDITIONS",
-    "DEFINITIONS",
     "DELIVERY_STATES",
     "OUTCOMES",
     "PERFORMATIVES",
     "SASL_FRAMES",
     "SECTIONS",
-    "SECTION_TYPES",
     "FieldSpec",
     "camel",
     "condition_constant",
     "providers",
     "resolve",
     "snake",
-    *(cls.__name__ for cls in CLASSES.values()),
-    *(cls.__name__ for cls in CHOICE_TYPES.values()),
-    *CONDITIONS,
-    *DEFINITIONS,
 ]
+__all__ += spec_classes.__all__

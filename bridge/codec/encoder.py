@@ -64,7 +64,7 @@ from .values import (
 )
 
 # Writes an array's element constructor, then the elements without constructors of their own.
-ElementWriter = Callable[[list, bytearray], None]
+ElementWriter = Callable[[list[Any], bytearray], None]
 
 _P_BII = struct.Struct(">BII").pack
 _P_II = struct.Struct(">II").pack
@@ -82,7 +82,7 @@ def _finish_compound(out: bytearray, start: int, count: int, code32: int) -> Non
         out[start : start + 3] = _P_BII(code32, size + 3, count)
 
 
-def _enc_list(value: list | tuple, out: bytearray) -> None:
+def _enc_list(value: list[Any] | tuple[Any, ...], out: bytearray) -> None:
     if not value:
         out.append(0x45)
         return
@@ -93,7 +93,7 @@ def _enc_list(value: list | tuple, out: bytearray) -> None:
     _finish_compound(out, start, len(value), 0xD0)
 
 
-def _enc_map(value: Mapping, out: bytearray) -> None:
+def _enc_map(value: Mapping[Any, Any], out: bytearray) -> None:
     start = len(out)
     out += b"\xc1\x00\x00"
     for key, item in value.items():
@@ -102,7 +102,7 @@ def _enc_map(value: Mapping, out: bytearray) -> None:
     _finish_compound(out, start, 2 * len(value), 0xD1)
 
 
-def encode_keyed_map(value: Mapping, out: bytearray) -> None:
+def encode_keyed_map(value: Mapping[Any, Any], out: bytearray) -> None:
     """A map whose keys the spec restricts to symbols (fields, filter-set) or symbols and ulongs
     (annotations): a plain str key goes out as a symbol, a plain int key as a ulong."""
     start = len(out)
@@ -159,7 +159,7 @@ def encode_array_into(
     _finish_compound(out, start, len(items), 0xF0)
 
 
-def _array_body(element_type: str, items: list, descriptor: Any, out: bytearray) -> None:
+def _array_body(element_type: str, items: list[Any], descriptor: Any, out: bytearray) -> None:
     """The element constructor and the elements (each without a constructor of its own)."""
     try:
         write = _ELEMENT_WRITERS[element_type]
@@ -180,7 +180,7 @@ def _undescribed(item: Any) -> Any:
 
 
 def _packed(code: int, fmt: str) -> ElementWriter:
-    def write(items: list, out: bytearray) -> None:
+    def write(items: list[Any], out: bytearray) -> None:
         out.append(code)
         out += struct.pack(f">{len(items)}{fmt}", *items)
 
@@ -191,20 +191,20 @@ def _narrowing(small: tuple[int, str], full: tuple[int, str], low: int, high: in
     """Elements of an integer type share one constructor: the one-octet form when all fit."""
     write_small, write_full = _packed(*small), _packed(*full)
 
-    def write(items: list, out: bytearray) -> None:
+    def write(items: list[Any], out: bytearray) -> None:
         fits = all(low <= item <= high for item in items)
         (write_small if fits else write_full)(items, out)
 
     return write
 
 
-def _write_nulls(items: list, out: bytearray) -> None:
+def _write_nulls(items: list[Any], out: bytearray) -> None:
     if any(item is not None for item in items):
         raise EncodeError("an array of null holds only None")
     out.append(0x40)
 
 
-def _write_booleans(items: list, out: bytearray) -> None:
+def _write_booleans(items: list[Any], out: bytearray) -> None:
     out.append(0x56)
     out += bytes(1 if item else 0 for item in items)
 
@@ -212,12 +212,12 @@ def _write_booleans(items: list, out: bytearray) -> None:
 _write_code_points = _packed(0x73, "I")
 
 
-def _write_chars(items: list, out: bytearray) -> None:
+def _write_chars(items: list[Any], out: bytearray) -> None:
     _write_code_points([ord(item) for item in items], out)
 
 
 def _raw_elements(code: int, width: int) -> ElementWriter:
-    def write(items: list, out: bytearray) -> None:
+    def write(items: list[Any], out: bytearray) -> None:
         out.append(code)
         for item in items:
             data = item.bytes if isinstance(item, uuid.UUID) else item
@@ -231,7 +231,7 @@ def _raw_elements(code: int, width: int) -> ElementWriter:
 def _sized(code8: int, code32: int, to_bytes: Callable[[Any], bytes]) -> ElementWriter:
     """binary/string/symbol elements: str8-style lengths if every element fits one."""
 
-    def write(items: list, out: bytearray) -> None:
+    def write(items: list[Any], out: bytearray) -> None:
         datas = [to_bytes(item) for item in items]
         if all(len(data) <= 0xFF for data in datas):
             out.append(code8)
@@ -264,7 +264,7 @@ def _compound_elements(
 ) -> ElementWriter:
     """list/map/array elements: every element's body first, then one width for all."""
 
-    def write(items: list, out: bytearray) -> None:
+    def write(items: list[Any], out: bytearray) -> None:
         bodies = []
         for item in items:
             data = bytearray()

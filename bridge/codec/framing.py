@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .decoder import decode
-from .definitions import COMPOSITES, DEFINITIONS, PERFORMATIVES, SASL_FRAMES
+from .definitions import DEFINITIONS, PERFORMATIVES, SASL_FRAMES, Transfer
 from .encoder import encode, encode_into
 from .values import DecodeError
 
@@ -27,7 +27,6 @@ HEADER_SIZE = 8
 _HEADER = struct.Struct(">IBBH")
 _SIZE = struct.Struct(">I").unpack_from
 _BODY_TYPES = {FRAME_AMQP: frozenset(PERFORMATIVES), FRAME_SASL: frozenset(SASL_FRAMES)}
-_Transfer = COMPOSITES["transfer"]
 
 
 class FramingError(Exception):
@@ -156,12 +155,12 @@ def _transfer_frame(channel: int, performative: bytes, chunk: memoryview) -> byt
 
 
 def encode_transfers(
-    channel: int, transfer: Any, payload: bytes, max_frame_size: int
+    channel: int, transfer: Transfer, payload: bytes, max_frame_size: int
 ) -> list[bytes]:
     """The transfer frames for one message: as many as it takes for none to exceed
     max_frame_size, all but the last with more=True (the last keeps the transfer's own `more`).
     Every frame repeats the transfer's fields, which the spec allows."""
-    if not isinstance(transfer, _Transfer):
+    if not isinstance(transfer, Transfer):
         raise TypeError(f"encode_transfers takes a Transfer, not {type(transfer).__name__}")
     view = memoryview(payload).cast("B")
     last = encode(transfer)

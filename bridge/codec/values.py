@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import operator
 from dataclasses import dataclass
-from typing import Any, ClassVar, SupportsIndex
+from typing import Any, ClassVar, NamedTuple, Self, SupportsIndex
 
 
 class DecodeError(Exception):
@@ -29,7 +29,7 @@ class _FixedInt(int):
     MIN: ClassVar[int]
     MAX: ClassVar[int]
 
-    def __new__(cls, value: SupportsIndex = 0) -> Any:
+    def __new__(cls, value: SupportsIndex = 0) -> Self:
         self = int.__new__(cls, operator.index(value))
         if not cls.MIN <= self <= cls.MAX:
             raise ValueError(f"{cls.__name__} out of range: {int(self)}")
@@ -108,7 +108,7 @@ class _RawDecimal(bytes):
     AMQP_TYPE: ClassVar[str]
     WIDTH: ClassVar[int]
 
-    def __new__(cls, value: bytes) -> Any:
+    def __new__(cls, value: bytes) -> Self:
         self = bytes.__new__(cls, value)
         if len(self) != cls.WIDTH:
             raise ValueError(f"{cls.__name__} takes {cls.WIDTH} bytes, not {len(self)}")
@@ -139,7 +139,7 @@ class Char(str):
     __slots__ = ()
     AMQP_TYPE: ClassVar[str] = "char"
 
-    def __new__(cls, value: str) -> Any:
+    def __new__(cls, value: str) -> Self:
         self = str.__new__(cls, value)
         if len(self) != 1:
             raise ValueError(f"Char takes one code point, not {len(self)}")
@@ -179,7 +179,7 @@ _ELEMENT_CLASSES.update(
 )
 
 
-class Array(list):
+class Array(list[Any]):
     """An AMQP array: every element has the same type (and descriptor, if any), which a plain
     list cannot say. Built from plain values, the elements take the element type's class
     (``Array("uint", [1])[0]`` is a UInt). Equal to another Array only with the same element
@@ -202,12 +202,12 @@ class Array(list):
             other.element_type != self.element_type or other.descriptor != self.descriptor
         ):
             return False
-        return list.__eq__(self, other)  # type: ignore[arg-type]
+        return list.__eq__(self, other)
 
     def __ne__(self, other: object) -> bool:
         return not self == other
 
-    __hash__ = None  # type: ignore[assignment]
+    __hash__ = None
 
     def __repr__(self) -> str:
         described = "" if self.descriptor is None else f", descriptor={self.descriptor!r}"
@@ -223,17 +223,30 @@ class Described:
     value: Any
 
 
+class FieldSpec(NamedTuple):
+    """One field of a composite, as the XML declares it (name and type as spelled there)."""
+
+    name: str
+    type: str
+    multiple: bool
+    mandatory: bool
+    requires: str | None
+
+
 class Composite:
     """Base of the spec's composite types (a described list of fields); the subclasses and their
-    field tables are generated from the XML in definitions.py."""
+    field tables are generated from the XML into spec_classes.py."""
 
     __slots__ = ()
     DESCRIPTOR: ClassVar[ULong]
     DESCRIPTOR_NAME: ClassVar[Symbol]
+    AMQP_NAME: ClassVar[str]
+    PROVIDES: ClassVar[frozenset[str]]
+    FIELDS: ClassVar[tuple[FieldSpec, ...]]
     ATTRS: ClassVar[tuple[str, ...]]
     DEFAULTS: ClassVar[tuple[Any, ...]]
-    # The descriptor as written on the wire (00 53 code), and the per-class field writer and
-    # reader: set when the class is generated.
+    # The descriptor as written on the wire (00 53 code), generated; the per-class field writer
+    # and reader are attached by definitions.py.
     _PREFIX: ClassVar[bytes]
 
     def _write_fields(self, out: bytearray) -> int:
@@ -263,6 +276,8 @@ class Restricted:
     __slots__ = ()
     DESCRIPTOR: ClassVar[ULong]
     DESCRIPTOR_NAME: ClassVar[Symbol]
+    AMQP_NAME: ClassVar[str]
+    PROVIDES: ClassVar[frozenset[str]]
     SOURCE: ClassVar[str]
     _PREFIX: ClassVar[bytes]
     value: Any

@@ -41,7 +41,7 @@ class ConnectionSet(set[FrontEndConnection]):
             self.churn["connection_created"] += 1
             super().add(conn)
 
-    def discard(self, conn: FrontEndConnection) -> None:
+    def discard(self, conn: object) -> None:
         if conn in self:
             self.churn["connection_closed"] += 1
             super().discard(conn)

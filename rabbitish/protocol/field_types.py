@@ -77,7 +77,8 @@ def value_end(buf: bytes, pos: int) -> int:
     size = _field_type(buf[pos]).size
     if size is not None:
         return pos + 1 + size
-    return pos + 5 + _u32.unpack_from(buf, pos + 1)[0]
+    length: int = _u32.unpack_from(buf, pos + 1)[0]
+    return pos + 5 + length
 
 
 def check_table(buf: bytes, pos: int, end: int, utf8_keys: bool = False) -> None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, cast
 
 from pamqp import commands, decode
 from pamqp.base import Frame as Method
@@ -175,7 +175,8 @@ _LAYOUTS: dict[int, tuple[type[Method], tuple[tuple[str, str], ...]]] = {}
 def _layout(index: int) -> tuple[type[Method], tuple[tuple[str, str], ...]]:
     layout = _LAYOUTS.get(index)
     if layout is None:
-        cls = commands.INDEX_MAPPING[index]
+        # pamqp's table holds only method classes; its inferred value type is plain `type`.
+        cls = cast(type[Method], commands.INDEX_MAPPING[index])
         fields = tuple((name, cls.amqp_type(name)) for name in cls.__slots__)
         layout = _LAYOUTS[index] = (cls, fields)
     return layout
@@ -192,6 +193,7 @@ def decode_method(payload: bytes) -> Method:
     size = len(payload)
     offset, bits, bit = 4, 0, 8
     bad_utf8 = False
+    value: object
     try:
         for name, kind in fields:
             if kind == "bit":
@@ -233,7 +235,7 @@ def decode_method(payload: bytes) -> Method:
     return method
 
 
-def _table(payload: bytes, offset: int) -> tuple[dict, int]:
+def _table(payload: bytes, offset: int) -> tuple[dict[str, Any], int]:
     if offset + 4 > len(payload):
         raise MethodDecodeError("table size missing")
     end = offset + 4 + _uint32.unpack_from(payload, offset)[0]
@@ -254,7 +256,8 @@ def method_ids(payload: bytes) -> tuple[int, int]:
 
 def method_index(payload: bytes) -> int:
     """(class id << 16) | method id; the caller made sure the payload holds four bytes."""
-    return _method_index.unpack_from(payload, 0)[0]
+    index: int = _method_index.unpack_from(payload, 0)[0]
+    return index
 
 
 def decode_content_header(payload: bytes) -> tuple[int, int, bytes]:

@@ -70,7 +70,8 @@ def _field_end(raw: bytes, pos: int, kind: str) -> int:
     if kind == "t":
         if pos + 4 > len(raw):
             raise ValueError("content header properties are truncated")
-        return pos + 4 + _u32.unpack_from(raw, pos)[0]
+        length: int = _u32.unpack_from(raw, pos)[0]
+        return pos + 4 + length
     if kind == "o":
         return pos + 1
     return pos + 8

@@ -15,11 +15,12 @@ has decided to hang up (`should_close`) it reads no more input, whatever its sta
 from __future__ import annotations
 
 import enum
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from typing import NamedTuple, cast
 
 from pamqp import commands
+from pamqp.base import Frame
 
 from rabbitish.engine.errors import (
     CHANNEL_ERROR,
@@ -164,7 +165,9 @@ class StateRules:
 
 def _by_method(rules: Mapping[str, Rule]) -> dict[int, Rule]:
     """Method rules are written with pamqp names and looked up by method index."""
-    index = {cls.name: cls.index for cls in commands.INDEX_MAPPING.values()}
+    # pamqp's table holds only method classes; its inferred value type is plain `type`.
+    methods = cast(Iterable[type[Frame]], commands.INDEX_MAPPING.values())
+    index = {cls.name: cls.index for cls in methods}
     return {index[name]: rule for name, rule in rules.items()}
 
 
@@ -174,13 +177,13 @@ _DROP = Rule(ConnectionAction.DROP)
 
 # Frames the handshake and the open state treat alike. During the handshake every error closes
 # the socket silently (ERROR_POLICY), so a 501 or 505 never reaches the client as a close method.
-_COMMON = {
+_COMMON: dict[int, Rule] = {
     FrameKind.MALFORMED: Rule(ConnectionAction.FRAME_ERROR),
     FrameKind.UNKNOWN_METHOD: _DROP,
     FrameKind.HEARTBEAT: _IGNORE,
     FrameKind.MISPLACED: Rule(ConnectionAction.UNEXPECTED_FRAME),
 }
-_HANDSHAKE = {
+_HANDSHAKE: dict[int, Rule] = {
     **_COMMON,
     FrameKind.CHANNEL_FRAME: Rule(ConnectionAction.UNEXPECTED_FRAME),
     # any connection method but the one the state awaits

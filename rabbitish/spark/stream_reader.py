@@ -232,7 +232,7 @@ class AmqpStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def _ready(self) -> int:
         return self._channel().queue_declare(self.queue, passive=True).method.message_count
 
-    def _await(self, want: int) -> None:
+    def _await(self, want: float) -> None:
         """Trigger.AvailableNow: waits until `want` messages are pending, or until the queue
         has nothing ready and nothing more arrives; then the target shrinks to what came."""
         assert self._connection is not None or want <= 0

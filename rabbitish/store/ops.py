@@ -130,7 +130,7 @@ class MarkDelivered(NamedTuple):
 class Statements:
     """A record written as its statements, in order, with its own fields as parameters."""
 
-    __slots__ = ()
+    __slots__: tuple[str, ...] = ()
     sql: ClassVar[Sql] = ()
 
     def params(self) -> list[Row]:
@@ -377,24 +377,26 @@ def write_batch(db: sqlite3.Connection, ops: list[Op]) -> set[int]:
     written: set[int] = set()
     db.execute("BEGIN")
     try:
+        # `kind is Enqueue` (one type() call per op, on the writer's hot loop) does not narrow
+        # `op` for mypy as isinstance would: the ignores below stand for that narrowing.
         for op in ops:
             kind = type(op)
             if kind is Enqueue:
-                key = op[:3]
-                inserts[key] = op  # type: ignore[index,assignment]
-                delivered.discard(key)  # type: ignore[arg-type]
+                key = op[:3]  # type: ignore[index]
+                inserts[key] = op  # type: ignore[assignment]
+                delivered.discard(key)
             elif kind is Remove:
-                key = op[:3]
-                if inserts.pop(key, None) is None:  # type: ignore[arg-type]
-                    removes[key] = op[3]  # type: ignore[index]
-                delivered.discard(key)  # type: ignore[arg-type]
+                key = op[:3]  # type: ignore[index]
+                if inserts.pop(key, None) is None:
+                    removes[key] = op[3]  # type: ignore[index, misc, assignment]
+                delivered.discard(key)
             elif kind is MarkDelivered:
-                key = tuple(op)
-                pending = inserts.get(key)  # type: ignore[arg-type]
+                key = tuple(op)  # type: ignore[arg-type]
+                pending = inserts.get(key)
                 if pending is not None:
-                    inserts[key] = pending._replace(delivered=1)  # type: ignore[index]
+                    inserts[key] = pending._replace(delivered=1)
                 else:
-                    delivered.add(key)  # type: ignore[arg-type]
+                    delivered.add(key)
             else:
                 written |= run.flush(db)
                 inserts, removes, delivered = run.inserts, run.removes, run.delivered

@@ -160,18 +160,18 @@ def _recover(
     for vhost_name, source_name, dest_kind, destination, routing_key, args in conn.execute(
         "SELECT vhost, source, dest_kind, destination, routing_key, arguments FROM bindings"
     ):
-        vhost = node.vhosts.get(vhost_name)
-        if vhost is None:
+        host = node.vhosts.get(vhost_name)
+        if host is None:
             continue
-        target = (vhost.queues if dest_kind == "queue" else vhost.exchanges).get(destination)
-        if target is None or source_name not in vhost.exchanges:
+        target = (host.queues if dest_kind == "queue" else host.exchanges).get(destination)
+        if target is None or source_name not in host.exchanges:
             continue
         what = (
             f"binding of {dest_kind} '{destination}' to exchange '{source_name}' "
             f"(routing key '{routing_key}') in vhost '{vhost_name}'"
         )
         with rebuilding(source, what):
-            vhost.bind(target, source_name, routing_key, _table(args))
+            host.bind(target, source_name, routing_key, _table(args))
         stats.bindings += 1
     total = conn.execute("SELECT count(*) FROM queue_messages").fetchone()[0]
     messages: dict[int, Message] = {}
@@ -206,8 +206,8 @@ def _recover(
     ) in rows:
         if (vhost_name, queue_name) != current_key:
             current_key = (vhost_name, queue_name)
-            vhost = node.vhosts.get(vhost_name)
-            current = vhost.queues.get(queue_name) if vhost is not None else None
+            host = node.vhosts.get(vhost_name)
+            current = host.queues.get(queue_name) if host is not None else None
             position = kept_bytes = 0
         if current is None:
             continue
