@@ -23,6 +23,7 @@ vhosts_cli = typer.Typer(add_completion=False, no_args_is_help=True, help="Manag
 
 
 def register(cli: typer.Typer) -> None:
+    """Add `users`, `permissions` and `vhosts` to the main command line."""
     cli.add_typer(users_cli, name="users")
     cli.add_typer(permissions_cli, name="permissions")
     cli.add_typer(vhosts_cli, name="vhosts")
@@ -41,12 +42,7 @@ def _delete(url: str, message: str, path: str, missing: str) -> None:
 
     def body() -> None:
         say(message)
-        try:
-            Client(url).request("DELETE", path)
-        except ApiFailure as err:
-            if err.status == 404:
-                raise CliError(f"no {missing}") from None
-            raise
+        Client(url).request("DELETE", path, missing=missing)
 
     run(body)
 
@@ -114,12 +110,7 @@ def _update_user(url: str, name: str, message: str, change: dict[str, Any]) -> N
 
     def body() -> None:
         client = Client(url)
-        try:
-            user = client.get(f"/api/users/{segment(name)}")
-        except ApiFailure as err:
-            if err.status == 404:
-                raise CliError(f"no user '{name}'") from None
-            raise
+        user = client.get(f"/api/users/{segment(name)}", missing=f"user '{name}'")
         say(message)
         document = {
             "password_hash": user["password_hash"],

@@ -1,5 +1,5 @@
 """Commands that manage a broker rather than its messages: `policies`, `definitions` and
-`wait-ready`. Registered on the main command line by commands.py."""
+`wait-ready`. commands.py adds them to the main command line with `register`."""
 
 from __future__ import annotations
 
@@ -12,15 +12,28 @@ from typing import Annotated
 
 import typer
 from rabbitish.cli.client import DEFAULT_URL, UNREACHABLE, ApiFailure, Client, CliError, segment
-from rabbitish.cli.commands import AsJson, Url, Vhost, VhostOne, _console, _print_json, _run, cli
+from rabbitish.cli.output import AsJson, Url, Vhost, VhostOne
+from rabbitish.cli.output import console as _console
+from rabbitish.cli.output import print_json as _print_json
+from rabbitish.cli.output import run as _run
 from rich.table import Table
 
-policies_cli = typer.Typer(add_completion=False, no_args_is_help=True)
-cli.add_typer(policies_cli, name="policies", help="List, set and clear policies.")
-definitions_cli = typer.Typer(add_completion=False, no_args_is_help=True)
-cli.add_typer(
-    definitions_cli, name="definitions", help="Export and import definitions (RabbitMQ's JSON)."
+policies_cli = typer.Typer(
+    add_completion=False, no_args_is_help=True, help="List, set and clear policies."
 )
+definitions_cli = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    help="Export and import definitions (RabbitMQ's JSON).",
+)
+
+
+def register(cli: typer.Typer) -> None:
+    """Add `wait-ready`, `policies` and `definitions` to the main command line."""
+    cli.command("wait-ready")(wait_ready)
+    cli.add_typer(policies_cli, name="policies")
+    cli.add_typer(definitions_cli, name="definitions")
+
 
 Operator = Annotated[
     bool, typer.Option("--operator", help="Operator policies instead of policies.")
@@ -98,12 +111,8 @@ def policies_clear(
 
     def body() -> None:
         kind = "operator policy" if operator else "policy"
-        try:
-            Client(url).request("DELETE", f"{_resource(operator)}/{segment(vhost)}/{segment(name)}")
-        except ApiFailure as err:
-            if err.status == 404:
-                raise CliError(f"no {kind} '{name}' in vhost '{vhost}'") from None
-            raise
+        path = f"{_resource(operator)}/{segment(vhost)}/{segment(name)}"
+        Client(url).request("DELETE", path, missing=f"{kind} '{name}' in vhost '{vhost}'")
         _console().print(f"cleared {kind} '{name}' in vhost '{vhost}'")
 
     _run(body)
@@ -168,7 +177,6 @@ def _api_ready(url: str) -> bool:
         return False
 
 
-@cli.command("wait-ready")
 def wait_ready(
     url: Url = DEFAULT_URL,
     amqp_port: Annotated[int, typer.Option("--amqp-port", help="AMQP port to check.")] = 5672,

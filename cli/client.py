@@ -63,8 +63,12 @@ class Client:
         self.headers = {"Authorization": f"Basic {token}", "Content-Type": "application/json"}
         self.timeout = timeout
 
-    def request(self, method: str, path: str, body: Any = None) -> Any:
-        """Call the API; the decoded JSON answer (None for an empty one)."""
+    def request(
+        self, method: str, path: str, body: Any = None, *, missing: str | None = None
+    ) -> Any:
+        """Call the API; the decoded JSON answer (None for an empty one). With `missing` (what
+        `path` names, e.g. "queue 'q' in vhost '/'"), a 404 ends the command with "no <missing>"
+        instead of the API's own words."""
         data = None if body is None else json.dumps(body).encode()
         req = urllib.request.Request(
             self.base + path, data=data, method=method, headers=self.headers
@@ -73,7 +77,10 @@ class Client:
             with urllib.request.urlopen(req, timeout=self.timeout) as response:
                 raw = response.read()
         except urllib.error.HTTPError as err:
-            raise _failure(err) from None
+            failure = _failure(err)
+            if missing is not None and failure.status == 404:
+                raise CliError(f"no {missing}") from None
+            raise failure from None
         except (urllib.error.URLError, OSError) as err:
             reason = getattr(err, "reason", err)
             if isinstance(reason, socket.timeout | TimeoutError):
@@ -87,8 +94,8 @@ class Client:
             ) from None
         return json.loads(raw) if raw.strip() else None
 
-    def get(self, path: str) -> Any:
-        return self.request("GET", path)
+    def get(self, path: str, *, missing: str | None = None) -> Any:
+        return self.request("GET", path, missing=missing)
 
 
 def _failure(err: urllib.error.HTTPError) -> ApiFailure:

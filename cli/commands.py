@@ -1,43 +1,29 @@
-"""The full command line (typer). `serve` is declared here for help and completeness; the fast
-path in main.py parses the same options without importing this module. Every other command talks
-to a running broker through its management HTTP API (`--url`)."""
+"""The full command line (typer): the root app, `serve` (for help and completeness: the fast
+path in main.py parses the same options without importing this module), the listings, the
+message commands and `watch`, and the sub-apps of access.py, transactions.py and admin.py, each
+added by its module's `register`. Every command but `serve` talks to a running broker through
+its management HTTP API (`--url`)."""
 
 from __future__ import annotations
 
 import enum
+import inspect
 import json
 import sys
 import time
 from collections.abc import Callable
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any
 
 import typer
-from rabbitish.cli import access, render
-from rabbitish.cli import serve as serve_help
-from rabbitish.cli.client import DEFAULT_URL, REFUSED, ApiFailure, Client, CliError, segment
+from rabbitish.cli import access, admin, render, transactions
+from rabbitish.cli.client import DEFAULT_URL, REFUSED, Client, CliError, segment
 from rabbitish.cli.output import AsJson, Url, Vhost, VhostOne
 from rabbitish.cli.output import console as _console
 from rabbitish.cli.output import print_json as _print_json
 from rabbitish.cli.output import run as _run
-from rabbitish.cli.serve import (
-    CHECK_HELP,
-    CONSUMER_TIMEOUT_HELP,
-    DEFAULTS,
-    DEFINITIONS_HELP,
-    DISK_HELP,
-    FSYNC_HELP,
-    HALF_CHECK_INTERVAL_HELP,
-    HALF_CHECK_MAX_HELP,
-    MAX_MESSAGE_HELP,
-    MEMORY_HELP,
-    PAGING_HELP,
-    PROMETHEUS_PORT_HELP,
-)
+from rabbitish.cli.serve_options import SERVE_OPTIONS, ServeOption
 
-from rabbitish.config import FSYNC_MODES, Config
-from rabbitish.tls import LOGIN_FROM
-
-T = TypeVar("T")
+from rabbitish.wire_names import DEFAULT_EXCHANGE_ALIAS
 
 cli = typer.Typer(
     help="rabbitish: a RabbitMQ-compatible AMQP broker.",
@@ -47,16 +33,8 @@ cli = typer.Typer(
 )
 
 
-# typer validates a choice given as an enum; its members come from the one tuple in config.py.
-FsyncMode = enum.StrEnum("FsyncMode", {mode: mode for mode in FSYNC_MODES})
-LoginFrom = enum.StrEnum("LoginFrom", {name: name for name in LOGIN_FROM})
-
-
 def _scoped(path: str, vhost: str | None) -> str:
     return path if vhost is None else f"{path}/{segment(vhost)}"
-
-
-access.register(cli)  # users, permissions, vhosts (cli/access.py)
 
 
 @cli.callback()
@@ -64,73 +42,38 @@ def main() -> None:
     """rabbitish: a RabbitMQ-compatible AMQP broker."""
 
 
-@cli.command()
-def serve(
-    host: str = typer.Option(DEFAULTS.host, help="Address to listen on."),
-    port: int = typer.Option(DEFAULTS.port, help="AMQP port (0 picks a free one)."),
-    data_dir: str = typer.Option(DEFAULTS.data_dir, help="Data directory, or :memory: for none."),
-    fsync: Annotated[FsyncMode, typer.Option(help=FSYNC_HELP)] = FsyncMode[DEFAULTS.fsync],
-    management_port: int = typer.Option(
-        DEFAULTS.management_port, help="Management HTTP API port (0: disabled)."
-    ),
-    prometheus_port: int = typer.Option(DEFAULTS.prometheus_port, help=PROMETHEUS_PORT_HELP),
-    half_check_interval: float = typer.Option(
-        DEFAULTS.half_check_interval, help=HALF_CHECK_INTERVAL_HELP
-    ),
-    half_check_max: int = typer.Option(DEFAULTS.half_check_max, help=HALF_CHECK_MAX_HELP),
-    definitions: str | None = typer.Option(None, help=DEFINITIONS_HELP),
-    tls_port: int | None = typer.Option(None, help=serve_help.TLS_PORT_HELP),
-    certfile: str | None = typer.Option(None, help=serve_help.CERTFILE_HELP),
-    keyfile: str | None = typer.Option(None, help=serve_help.KEYFILE_HELP),
-    cafile: str | None = typer.Option(None, help=serve_help.CAFILE_HELP),
-    verify_peer: bool = typer.Option(False, help=serve_help.VERIFY_PEER_HELP),
-    management_tls: bool = typer.Option(False, help=serve_help.MANAGEMENT_TLS_HELP),
-    allow_remote_guest: bool = typer.Option(False, help=serve_help.ALLOW_REMOTE_GUEST_HELP),
-    ssl_cert_login_from: Annotated[
-        LoginFrom, typer.Option(help=serve_help.LOGIN_FROM_HELP)
-    ] = LoginFrom[DEFAULTS.ssl_cert_login_from],
-    check: bool = typer.Option(False, "--check", help=CHECK_HELP),
-    memory_high_watermark: str = typer.Option(DEFAULTS.memory_high_watermark, help=MEMORY_HELP),
-    memory_paging_ratio: float = typer.Option(DEFAULTS.memory_paging_ratio, help=PAGING_HELP),
-    disk_free_limit: str = typer.Option(DEFAULTS.disk_free_limit, help=DISK_HELP),
-    max_message_size: int = typer.Option(DEFAULTS.max_message_size, help=MAX_MESSAGE_HELP),
-    consumer_timeout: int = typer.Option(DEFAULTS.consumer_timeout, help=CONSUMER_TIMEOUT_HELP),
-    busy_wait_us: int = typer.Option(DEFAULTS.busy_wait_us, help=serve_help.BUSY_WAIT_HELP),
-) -> None:
-    """Run the broker in the foreground; Ctrl-C or SIGTERM stops it cleanly."""
-    from rabbitish.cli.serve import check as check_data_dir
-    from rabbitish.cli.serve import run
-
-    if check:
-        raise typer.Exit(check_data_dir(data_dir))
-    config = Config(
-        host=host,
-        port=port,
-        data_dir=data_dir,
-        fsync=fsync.value,
-        management_port=management_port,
-        prometheus_port=prometheus_port,
-        half_check_interval=half_check_interval,
-        half_check_max=half_check_max,
-        definitions=definitions,
-        **serve_help.security_options(
-            tls_port,
-            certfile,
-            keyfile,
-            cafile,
-            verify_peer,
-            management_tls,
-            allow_remote_guest,
-            ssl_cert_login_from.value,
-        ),
-        memory_high_watermark=memory_high_watermark,
-        memory_paging_ratio=memory_paging_ratio,
-        disk_free_limit=disk_free_limit,
-        max_message_size=max_message_size,
-        consumer_timeout=consumer_timeout,
-        busy_wait_us=busy_wait_us,
+# ---------------------------------------------------------------------- serve
+def _serve_parameter(option: ServeOption) -> inspect.Parameter:
+    """One row of the serve options table as the parameter typer reads: a choice becomes an
+    enum (typer validates and lists its members), a flag also takes --no-NAME when negatable."""
+    annotation: Any = option.kind
+    default = option.default
+    if option.choices:
+        annotation = enum.StrEnum(option.name, {choice: choice for choice in option.choices})
+        default = annotation[default]
+    elif default is None:
+        annotation = option.kind | None
+    names = () if option.negatable else (option.flag,)
+    return inspect.Parameter(
+        option.name,
+        inspect.Parameter.KEYWORD_ONLY,
+        default=typer.Option(default, *names, help=option.help),
+        annotation=annotation,
     )
-    raise typer.Exit(run(config))
+
+
+@cli.command()
+def serve(**options: Any) -> None:
+    """Run the broker in the foreground; Ctrl-C or SIGTERM stops it cleanly."""
+    from rabbitish.cli.serve import start
+
+    values = {name: v.value if isinstance(v, enum.Enum) else v for name, v in options.items()}
+    raise typer.Exit(start(values))
+
+
+serve.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
+    [_serve_parameter(option) for option in SERVE_OPTIONS], return_annotation=None
+)
 
 
 # ---------------------------------------------------------------------- listings
@@ -181,108 +124,9 @@ def links(url: Url = DEFAULT_URL, vhost: Vhost = None, as_json: AsJson = False) 
     _listing(url, _scoped("/api/links", vhost), as_json, render.links_table)
 
 
-tx_cli = typer.Typer(add_completion=False)
-cli.add_typer(tx_cli, name="tx")
-TxnId = Annotated[str, typer.Argument(help="Half transaction ID (the x-half-txn header).")]
-
-
-@tx_cli.callback(invoke_without_command=True)
-def tx(ctx: typer.Context, url: Url = DEFAULT_URL, as_json: AsJson = False) -> None:
-    """Open transactions, and half transactions awaiting a decision.
-
-    Open transactions of both protocols: id, state, channel or session, age, staged work. Half
-    transactions: id, vhost, messages, queues, age, checks sent. `tx commit ID` and
-    `tx rollback ID` decide a half transaction."""
-    if ctx.invoked_subcommand is not None:
-        return
-
-    def body() -> None:
-        client = Client(url)
-        found = [{"kind": "channel", **t} for t in client.get("/api/transactions")]
-        half = [
-            {"kind": "half", "state": "prepared", **t} for t in client.get("/api/half-transactions")
-        ]
-        if as_json:
-            _print_json(found + half)
-            return
-        console = _console()
-        if found:
-            staged = sum(
-                t["staged_publishes"] + t["staged_settlements"] + t["staged_acquisitions"]
-                for t in found
-            )
-            console.print(render.transactions_table(found))
-            console.print(f"{len(found)} open transaction(s), {staged} staged operation(s)")
-        else:
-            console.print("no open transactions")
-        if half:
-            held = sum(t["messages"] for t in half)
-            console.print(render.half_transactions_table(half))
-            console.print(f"{len(half)} half transaction(s), {held} held message(s)")
-        else:
-            console.print("no half transactions")
-
-    _run(body)
-
-
-def _decide(url: str, vhost: str, txn_id: str, decision: str, as_json: bool) -> None:
-    def body() -> None:
-        path = f"/api/half-transactions/{segment(vhost)}/{segment(txn_id)}/{decision}"
-        try:
-            answer = Client(url).request("POST", path)
-        except ApiFailure as err:
-            if err.status == 404:
-                raise CliError(f"no half transaction '{txn_id}' in vhost '{vhost}'") from None
-            raise
-        if as_json:
-            _print_json(answer)
-            return
-        done = "committed" if decision == "commit" else "rolled back"
-        count = answer.get("messages", 0)
-        effect = "made visible" if decision == "commit" else "discarded"
-        queues = ", ".join(answer.get("queues") or [])
-        where = f" on {queues}" if queues and decision == "commit" else ""
-        _console().print(
-            f"{done} half transaction '{txn_id}' in vhost '{vhost}': "
-            f"{count} message(s) {effect}{where}"
-        )
-
-    _run(body)
-
-
-@tx_cli.command("commit")
-def tx_commit(
-    txn_id: TxnId, url: Url = DEFAULT_URL, vhost: VhostOne = "/", as_json: AsJson = False
-) -> None:
-    """Commit a half transaction: its held messages become visible at once.
-
-    Every held message of ID joins its queue's tail in one step; exits 1 for an ID the broker
-    does not hold."""
-    _decide(url, vhost, txn_id, "commit", as_json)
-
-
-@tx_cli.command("rollback")
-def tx_rollback(
-    txn_id: TxnId, url: Url = DEFAULT_URL, vhost: VhostOne = "/", as_json: AsJson = False
-) -> None:
-    """Roll back a half transaction: its held messages are discarded.
-
-    Exits 1 for an ID the broker does not hold."""
-    _decide(url, vhost, txn_id, "rollback", as_json)
-
-
 # ---------------------------------------------------------------------- messages
 def _queue_path(vhost: str, queue: str) -> str:
     return f"/api/queues/{segment(vhost)}/{segment(queue)}"
-
-
-def _require(client: Client, path: str, what: str) -> Any:
-    try:
-        return client.get(path)
-    except ApiFailure as err:
-        if err.status == 404:
-            raise CliError(f"no {what}") from None
-        raise
 
 
 @cli.command()
@@ -298,7 +142,7 @@ def peek(
     def body() -> None:
         client = Client(url)
         path = _queue_path(vhost, queue)
-        info = _require(client, path, f"queue '{queue}' in vhost '{vhost}'")
+        info = client.get(path, missing=f"queue '{queue}' in vhost '{vhost}'")
         request = {"count": count, "ackmode": "ack_requeue_true", "encoding": "auto"}
         console = _console()
         with console.status(f"peeking at {min(count, info.get('messages_ready', 0))} message(s)"):
@@ -363,7 +207,7 @@ def publish(
             properties["headers"] = headers
         if persistent:
             properties["delivery_mode"] = 2
-        name = exchange or "amq.default"
+        name = exchange or DEFAULT_EXCHANGE_ALIAS
         path = f"/api/exchanges/{segment(vhost)}/{segment(name)}/publish"
         request = {
             "routing_key": routing_key,
@@ -391,7 +235,7 @@ def purge(
     def run() -> None:
         client = Client(url)
         path = _queue_path(vhost, queue)
-        info = _require(client, path, f"queue '{queue}' in vhost '{vhost}'")
+        info = client.get(path, missing=f"queue '{queue}' in vhost '{vhost}'")
         ready = info.get("messages_ready", 0)
         console = _console()
         with console.status(f"purging {ready} message(s) from '{queue}'"):
@@ -417,12 +261,7 @@ def delete(
         path = f"/api/{kind}s/{segment(vhost)}/{segment(name)}"
         flags = [f for f, on in (("if-empty=true", if_empty), ("if-unused=true", if_unused)) if on]
         query = "?" + "&".join(flags) if flags else ""
-        try:
-            Client(url).request("DELETE", path + query)
-        except ApiFailure as err:
-            if err.status == 404:
-                raise CliError(f"no {kind} '{name}' in vhost '{vhost}'") from None
-            raise
+        Client(url).request("DELETE", path + query, missing=f"{kind} '{name}' in vhost '{vhost}'")
         _console().print(f"deleted {kind} '{name}'")
 
     _run(run)
@@ -463,5 +302,8 @@ def watch(
             pass
 
 
-# The management commands (policies, definitions, wait-ready) register themselves on `cli`.
-from rabbitish.cli import admin  # noqa: E402, F401
+# ---------------------------------------------------------------------- sub-apps
+# After the commands above, in the order --help lists them.
+access.register(cli)  # users, permissions, vhosts
+transactions.register(cli)  # tx
+admin.register(cli)  # wait-ready, policies, definitions

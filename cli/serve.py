@@ -10,170 +10,47 @@ import logging
 import os
 import signal
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
-from rabbitish.config import FSYNC_MODES, Config
-from rabbitish.server.busy_wait import BusyWaitSelector, CpuContention
-from rabbitish.tls import LOGIN_FROM
+from rabbitish.cli.serve_options import SERVE_OPTIONS, config_from
 
-DEFAULTS = Config()
+from rabbitish.config import Config
+from rabbitish.server.busy_wait import BusyWaitSelector, CpuContention
+
 GC_THRESHOLD = 10_000  # net new objects between young collections (CPython: 700)
 READ_BUFFER_HINT = 1024 * 1024  # a block larger than asyncio's 256 KiB read (see settle_memory)
-FSYNC_HELP = "Sync each commit to disk (always) or leave it to the OS (never)."
-PROMETHEUS_PORT_HELP = "Prometheus /metrics port (0: only on the management port)."
-HALF_CHECK_INTERVAL_HELP = "Seconds between status checks of an undecided half transaction."
-HALF_CHECK_MAX_HELP = "Status checks sent before an undecided half transaction is rolled back."
-DEFINITIONS_HELP = "Definitions file (RabbitMQ's JSON) to apply at start."
-TLS_PORT_HELP = "AMQP 0-9-1 and 1.0 over TLS on this port (0: any free); needs the two files."
-CERTFILE_HELP = "The broker's TLS certificate (chain), PEM."
-KEYFILE_HELP = "The private key of --certfile, PEM."
-CAFILE_HELP = "CA bundle that client certificates are verified against (enables EXTERNAL)."
-VERIFY_PEER_HELP = "Refuse TLS clients without a certificate signed by --cafile."
-MANAGEMENT_TLS_HELP = "Serve the management API over HTTPS with the same certificate."
-LOGIN_FROM_HELP = (
-    "What names the EXTERNAL user: the certificate's common_name or distinguished_name."
-)
-ALLOW_REMOTE_GUEST_HELP = "Let guest connect from other hosts (by default only from loopback)."
-CHECK_HELP = (
-    "Verify the data dir instead of serving: validate it and run the whole recovery without "
-    "writing to it, print a summary and exit 0, or print why it cannot be loaded and exit 2."
-)
-MEMORY_HELP = (
-    "Memory high watermark: a fraction of RAM (or of the cgroup limit), e.g. 0.4, or an absolute "
-    "size, e.g. 512MiB. Above it publishers are blocked."
-)
-PAGING_HELP = "Fraction of the watermark from which queues move message bodies to disk."
-DISK_HELP = "Free disk space (data dir) under which publishers are blocked, e.g. 50MB or 1GiB."
-MAX_MESSAGE_HELP = "Largest message body accepted, in bytes (at most 536870912)."
-CONSUMER_TIMEOUT_HELP = "Milliseconds a delivery may stay unacknowledged (0: no limit)."
-BUSY_WAIT_HELP = (
-    "Microseconds the event loop polls before it sleeps while clients send in short gaps "
-    "(lower latency for request/response clients, some CPU while they are active; 0: off)."
-)
 
 log = logging.getLogger("rabbitish")
 
 
 def parser(prog: str = "rabbitish serve") -> argparse.ArgumentParser:
-    """The options of `serve`; the typer declaration in commands.py mirrors them."""
+    """The options of `serve` (serve_options.py), as the fast path parses them."""
     p = argparse.ArgumentParser(prog=prog, description="Run the broker in the foreground.")
-    p.add_argument("--host", default=DEFAULTS.host, help="Address to listen on.")
-    p.add_argument("--port", type=int, default=DEFAULTS.port, help="AMQP port (0: any free).")
-    p.add_argument("--data-dir", default=DEFAULTS.data_dir, help="Data directory, or :memory:.")
-    p.add_argument("--fsync", default=DEFAULTS.fsync, choices=FSYNC_MODES, help=FSYNC_HELP)
-    p.add_argument(
-        "--management-port",
-        type=int,
-        default=DEFAULTS.management_port,
-        help="Management HTTP API port (0: disabled).",
-    )
-    p.add_argument(
-        "--prometheus-port",
-        type=int,
-        default=DEFAULTS.prometheus_port,
-        help=PROMETHEUS_PORT_HELP,
-    )
-    p.add_argument(
-        "--half-check-interval",
-        type=float,
-        default=DEFAULTS.half_check_interval,
-        help=HALF_CHECK_INTERVAL_HELP,
-    )
-    p.add_argument(
-        "--half-check-max", type=int, default=DEFAULTS.half_check_max, help=HALF_CHECK_MAX_HELP
-    )
-    p.add_argument("--definitions", default=None, help=DEFINITIONS_HELP)
-    p.add_argument("--tls-port", type=int, default=None, help=TLS_PORT_HELP)
-    p.add_argument("--certfile", default=None, help=CERTFILE_HELP)
-    p.add_argument("--keyfile", default=None, help=KEYFILE_HELP)
-    p.add_argument("--cafile", default=None, help=CAFILE_HELP)
-    p.add_argument("--verify-peer", action="store_true", help=VERIFY_PEER_HELP)
-    p.add_argument("--management-tls", action="store_true", help=MANAGEMENT_TLS_HELP)
-    p.add_argument(
-        "--ssl-cert-login-from",
-        default=DEFAULTS.ssl_cert_login_from,
-        choices=LOGIN_FROM,
-        help=LOGIN_FROM_HELP,
-    )
-    p.add_argument("--allow-remote-guest", action="store_true", help=ALLOW_REMOTE_GUEST_HELP)
-    p.add_argument("--check", action="store_true", help=CHECK_HELP)
-    p.add_argument(
-        "--memory-high-watermark", default=DEFAULTS.memory_high_watermark, help=MEMORY_HELP
-    )
-    p.add_argument(
-        "--memory-paging-ratio", type=float, default=DEFAULTS.memory_paging_ratio, help=PAGING_HELP
-    )
-    p.add_argument("--disk-free-limit", default=DEFAULTS.disk_free_limit, help=DISK_HELP)
-    p.add_argument(
-        "--max-message-size", type=int, default=DEFAULTS.max_message_size, help=MAX_MESSAGE_HELP
-    )
-    p.add_argument(
-        "--consumer-timeout",
-        type=int,
-        default=DEFAULTS.consumer_timeout,
-        help=CONSUMER_TIMEOUT_HELP,
-    )
-    p.add_argument("--busy-wait-us", type=int, default=DEFAULTS.busy_wait_us, help=BUSY_WAIT_HELP)
+    for option in SERVE_OPTIONS:
+        if option.kind is bool:
+            p.add_argument(option.flag, action="store_true", help=option.help)
+        else:
+            p.add_argument(
+                option.flag,
+                type=option.kind,
+                default=option.default,
+                choices=option.choices or None,
+                help=option.help,
+            )
     return p
 
 
 def main(argv: list[str], prog: str = "rabbitish serve") -> int:
-    args = parser(prog).parse_args(argv)
-    if args.check:
-        return check(args.data_dir)
-    return run(
-        Config(
-            host=args.host,
-            port=args.port,
-            data_dir=args.data_dir,
-            fsync=args.fsync,
-            management_port=args.management_port,
-            prometheus_port=args.prometheus_port,
-            half_check_interval=args.half_check_interval,
-            half_check_max=args.half_check_max,
-            definitions=args.definitions,
-            **security_options(
-                args.tls_port,
-                args.certfile,
-                args.keyfile,
-                args.cafile,
-                args.verify_peer,
-                args.management_tls,
-                args.allow_remote_guest,
-                args.ssl_cert_login_from,
-            ),
-            memory_high_watermark=args.memory_high_watermark,
-            memory_paging_ratio=args.memory_paging_ratio,
-            disk_free_limit=args.disk_free_limit,
-            max_message_size=args.max_message_size,
-            consumer_timeout=args.consumer_timeout,
-            busy_wait_us=args.busy_wait_us,
-        )
-    )
+    return start(vars(parser(prog).parse_args(argv)))
 
 
-def security_options(
-    tls_port: int | None,
-    certfile: str | None,
-    keyfile: str | None,
-    cafile: str | None,
-    verify_peer: bool,
-    management_tls: bool,
-    allow_remote_guest: bool,
-    ssl_cert_login_from: str = DEFAULTS.ssl_cert_login_from,
-) -> dict[str, Any]:
-    """The Config fields of the TLS and guest options (shared by both declarations of serve)."""
-    return {
-        "tls_port": tls_port,
-        "certfile": certfile,
-        "keyfile": keyfile,
-        "cafile": cafile,
-        "verify_peer": verify_peer,
-        "management_tls": management_tls,
-        "ssl_cert_login_from": ssl_cert_login_from,
-        "loopback_users": () if allow_remote_guest else DEFAULTS.loopback_users,
-    }
+def start(values: Mapping[str, Any]) -> int:
+    """What both command lines run once they parsed the options (by name): check the data dir,
+    or run the broker until a signal stops it. The exit code."""
+    if values["check"]:
+        return check(values["data_dir"])
+    return run(config_from(values))
 
 
 def check(data_dir: str) -> int:

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from rabbitish.engine.errors import access_refused
+from rabbitish.wire_names import DEFAULT_EXCHANGE_ALIAS
 
 SHA256 = "rabbit_password_hashing_sha256"
 SHA512 = "rabbit_password_hashing_sha512"
@@ -163,7 +164,7 @@ class AccessChange:
 
 def resource_name(kind: str, name: str) -> str:
     """The default exchange is checked (and named in the refusal) as amq.default."""
-    return "amq.default" if kind == "exchange" and name == "" else name
+    return DEFAULT_EXCHANGE_ALIAS if kind == "exchange" and name == "" else name
 
 
 @dataclass

@@ -28,17 +28,19 @@ from rabbitish.engine.exchanges.direct import DirectExchange
 from rabbitish.engine.message import Message, PropertyCodec
 from rabbitish.engine.queue import Queue
 from rabbitish.engine.queue_args import python_type_name
+from rabbitish.wire_names import (
+    CHECK_COUNT_HEADER,
+    CHECK_IMMUNITY_HEADER,
+    CHECK_QUEUE_HEADER,
+    HALF_HEADER,
+    TXN_EXCHANGE,
+)
 
 if TYPE_CHECKING:
     from rabbitish.engine.vhost import VirtualHost
 
 log = logging.getLogger("rabbitish.half")
 
-TXN_EXCHANGE = "amq.rabbitish.txn"
-HALF_HEADER = "x-half-txn"
-CHECK_QUEUE_HEADER = "x-check-queue"
-CHECK_IMMUNITY_HEADER = "x-check-immunity"
-CHECK_COUNT_HEADER = "x-check-count"
 # Every encoding of a header table holds the key's bytes verbatim: a cheap test that lets
 # ordinary publishes skip decoding their headers.
 HALF_MARK = HALF_HEADER.encode()

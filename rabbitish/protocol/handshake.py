@@ -8,11 +8,10 @@ from typing import Any
 
 from rabbitish.protocol import sasl
 from rabbitish.protocol.framing import encode_start
+from rabbitish.wire_names import HALF_TRANSACTIONS_CAPABILITY
 
 PRODUCT = "RabbitMQ"  # clients key features off the product name; rabbitish answers as RabbitMQ
 PLATFORM = "Python/asyncio"
-
-HALF_TRANSACTIONS_CAPABILITY = "rabbitish.half_transactions"
 
 
 def server_properties(version: str) -> dict[str, Any]:

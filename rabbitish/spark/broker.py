@@ -10,11 +10,9 @@ from dataclasses import dataclass
 import pika
 from pika.adapters.blocking_connection import BlockingChannel
 
-from rabbitish.engine.half import HALF_HEADER, TXN_EXCHANGE
+from rabbitish.wire_names import HALF_HEADER, HALF_TRANSACTIONS_CAPABILITY, TXN_EXCHANGE
 
-HALF_CAPABILITY = "rabbitish.half_transactions"
-
-__all__ = ["HALF_CAPABILITY", "HALF_HEADER", "TXN_EXCHANGE", "Session", "decide", "session"]
+__all__ = ["Session", "decide", "session"]
 
 
 @dataclass(frozen=True)
@@ -37,7 +35,7 @@ def session(url: str, tx: bool) -> Iterator[Session]:
         channel = conn.channel()
         if tx:
             channel.tx_select()
-        yield Session(channel, capabilities.get(HALF_CAPABILITY) is True)
+        yield Session(channel, capabilities.get(HALF_TRANSACTIONS_CAPABILITY) is True)
     finally:
         if conn.is_open:
             conn.close()

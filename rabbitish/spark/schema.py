@@ -22,7 +22,7 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-from rabbitish.engine.half import CHECK_IMMUNITY_HEADER, CHECK_QUEUE_HEADER, HALF_HEADER
+from rabbitish.wire_names import CHECK_IMMUNITY_HEADER, CHECK_QUEUE_HEADER, HALF_HEADER
 
 SCHEMA = StructType(
     [

@@ -14,10 +14,11 @@ from pyspark.sql import Row
 from pyspark.sql.datasource import DataSourceStreamWriter, WriterCommitMessage
 from pyspark.sql.types import StructType
 
-from rabbitish.spark.broker import HALF_CAPABILITY, decide, session
+from rabbitish.spark.broker import decide, session
 from rabbitish.spark.options import AmqpOptions
 from rabbitish.spark.schema import check_write_schema
 from rabbitish.spark.writer import publish_rows, sweep
+from rabbitish.wire_names import HALF_TRANSACTIONS_CAPABILITY
 
 # Durable queue per query holding one message, the last batch id committed through the sink.
 # It lives on the broker, not under the checkpoint, so that recording a batch is part of the
@@ -76,7 +77,9 @@ class AmqpStreamWriter(DataSourceStreamWriter):
         with session(self.options.url, tx=True) as amqp:
             if txn_id is not None:
                 if not amqp.half:
-                    raise RuntimeError(f"the broker no longer announces {HALF_CAPABILITY}")
+                    raise RuntimeError(
+                        f"the broker no longer announces {HALF_TRANSACTIONS_CAPABILITY}"
+                    )
                 decide(amqp.channel, [txn_id], "rollback")
                 amqp.channel.tx_commit()
             rows = publish_rows(amqp.channel, iterator, self.options, txn_id)

@@ -14,9 +14,10 @@ from pyspark.sql import Row
 from pyspark.sql.datasource import DataSourceWriter, WriterCommitMessage
 from pyspark.sql.types import StructType
 
-from rabbitish.spark.broker import HALF_CAPABILITY, HALF_HEADER, decide, session
+from rabbitish.spark.broker import decide, session
 from rabbitish.spark.options import AmqpOptions
 from rabbitish.spark.schema import check_write_schema, row_publish
+from rabbitish.wire_names import HALF_HEADER, HALF_TRANSACTIONS_CAPABILITY
 
 # Attempts past the highest one reported whose IDs the driver also rolls back: an attempt that
 # committed its half tx but failed before reporting (or lost to a speculative copy) leaves an
@@ -61,7 +62,7 @@ class AmqpWriter(DataSourceWriter):
         txn_id = self.txn_id(partition, attempt) if self.half else None
         with session(self.options.url, tx=True) as amqp:
             if txn_id is not None and not amqp.half:
-                raise RuntimeError(f"the broker no longer announces {HALF_CAPABILITY}")
+                raise RuntimeError(f"the broker no longer announces {HALF_TRANSACTIONS_CAPABILITY}")
             rows = publish_rows(amqp.channel, iterator, self.options, txn_id)
             amqp.channel.tx_commit()
         return TaskCommit(partition, attempt, rows, txn_id)

@@ -14,6 +14,7 @@ import aiormq
 
 from rabbitish.transactional import common
 from rabbitish.transactional.common import LocalTransactionState, SendResult
+from rabbitish.wire_names import HALF_HEADER, TXN_EXCHANGE
 
 LocalTransaction = Callable[[str, Any], Any | Awaitable[Any]]
 Checker = Callable[[str], Any | Awaitable[Any]]
@@ -43,7 +44,7 @@ async def publish_decision(
     key = common.decision_key(state)
     if key is None:
         return
-    message = aio_pika.Message(b"", headers={common.HALF_HEADER: txn_id})
+    message = aio_pika.Message(b"", headers={HALF_HEADER: txn_id})
     if not await _published(exchange, message, key, mandatory):
         raise common.not_held(txn_id)
 
@@ -82,7 +83,7 @@ class AsyncTransactionProducer:
             self._check_channel = await self.connection.channel(publisher_confirms=True)
             queue = await self._check_channel.declare_queue(self.check_queue, durable=True)
             self._check_decisions = await self._check_channel.get_exchange(
-                common.TXN_EXCHANGE, ensure=False
+                TXN_EXCHANGE, ensure=False
             )
             await queue.consume(self._on_check)
         return self
@@ -127,7 +128,7 @@ class AsyncTransactionProducer:
         self, txn_id: str, state: LocalTransactionState, mandatory: bool = True
     ) -> None:
         """Commit or roll back `txn_id` (step 4 or 7) and wait until the broker has it durably."""
-        await publish_decision(await self._exchange(common.TXN_EXCHANGE), txn_id, state, mandatory)
+        await publish_decision(await self._exchange(TXN_EXCHANGE), txn_id, state, mandatory)
 
     async def _on_check(self, message: aio_pika.abc.AbstractIncomingMessage) -> None:
         """Answer one status check (UNKNOWN, or a checker that raises: no answer)."""

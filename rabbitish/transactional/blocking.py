@@ -15,6 +15,7 @@ from pika.adapters.blocking_connection import BlockingChannel
 
 from rabbitish.transactional import common
 from rabbitish.transactional.common import LocalTransactionState, SendResult
+from rabbitish.wire_names import HALF_HEADER, TXN_EXCHANGE
 
 LocalTransaction = Callable[[str, Any], Any]  # (id, body) -> LocalTransactionState
 Checker = Callable[[str], Any]  # id -> LocalTransactionState
@@ -34,9 +35,9 @@ def publish_decision(
     key = common.decision_key(state)
     if key is None:
         return
-    props = pika.BasicProperties(headers={common.HALF_HEADER: txn_id})
+    props = pika.BasicProperties(headers={HALF_HEADER: txn_id})
     try:
-        channel.basic_publish(common.TXN_EXCHANGE, key, b"", props, mandatory=mandatory)
+        channel.basic_publish(TXN_EXCHANGE, key, b"", props, mandatory=mandatory)
     except pika.exceptions.UnroutableError:
         raise common.not_held(txn_id) from None
 

@@ -1,6 +1,6 @@
 """What both producers share, so the pika and aio-pika ones differ only in how they talk: the
-header names and exchange (from the broker's own engine/half.py), the outcome enum, the headers
-of a half message, and reading a status check."""
+outcome enum, the headers of a half message (named in rabbitish/wire_names.py, as the broker
+reads them), and reading a status check."""
 
 from __future__ import annotations
 
@@ -12,19 +12,15 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from rabbitish.engine.half import (
+from rabbitish.wire_names import (
     CHECK_COUNT_HEADER,
     CHECK_IMMUNITY_HEADER,
     CHECK_QUEUE_HEADER,
     HALF_HEADER,
-    TXN_EXCHANGE,
 )
 
 __all__ = [
-    "CHECK_COUNT_HEADER",
-    "HALF_HEADER",
     "PERSISTENT",
-    "TXN_EXCHANGE",
     "HalfTransactionError",
     "LocalTransactionState",
     "SendResult",

@@ -10,7 +10,6 @@ import subprocess
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
 
 import aio_pika
 import aiormq
@@ -19,7 +18,6 @@ import pika.exceptions
 import pytest
 
 import rabbitish
-from rabbitish.config import FSYNC_MODES
 from tests.support.broker_process import MODULE, SCRIPT, BrokerProcess
 from tests.support.raw_amqp import RawClient
 
@@ -75,49 +73,6 @@ def test_bad_option_exits_2():
     result = subprocess.run([*MODULE, "serve", "--no-such-option"], capture_output=True, text=True)
     assert result.returncode == 2
     assert "--no-such-option" in result.stderr
-
-
-def test_fast_path_and_full_cli_take_the_same_options(monkeypatch):
-    """`serve` is parsed by argparse on the fast path and declared in typer for --help: the
-    two must not drift apart, neither in option names nor in the values a choice accepts."""
-    import typer.main
-    from rabbitish.cli import serve
-    from rabbitish.cli.commands import cli
-    from typer.testing import CliRunner
-
-    from rabbitish.tls import LOGIN_FROM
-
-    actions = [
-        action for action in serve.parser()._actions if "--help" not in action.option_strings
-    ]
-    fast = {opt for action in actions for opt in action.option_strings}
-    command = typer.main.get_command(cli).commands["serve"]  # type: ignore[attr-defined]
-    full = {opt for param in command.params for opt in param.opts} - {"--help"}
-    assert fast == full
-    choices = {
-        action.option_strings[0]: tuple(action.choices) for action in actions if action.choices
-    }
-    assert choices == {"--fsync": FSYNC_MODES, "--ssl-cert-login-from": LOGIN_FROM}
-    started: list[tuple[str, str]] = []
-
-    def run(config: Any) -> int:
-        started.append((config.fsync, config.ssl_cert_login_from))
-        return 0
-
-    monkeypatch.setattr(serve, "run", run)
-    for option, accepted in choices.items():
-        for value in (*accepted, "sometimes", accepted[0].upper(), ""):
-            try:
-                serve.parser().parse_args([option, value])
-                fast_accepts = True
-            except SystemExit:
-                fast_accepts = False
-            result = CliRunner().invoke(cli, ["serve", option, value])
-            assert result.exit_code in (0, 2), result.output
-            assert (result.exit_code == 0) == fast_accepts == (value in accepted), (option, value)
-    assert started == [(mode, "common_name") for mode in FSYNC_MODES] + [
-        ("always", name) for name in LOGIN_FROM
-    ]
 
 
 def test_serve_help_lists_the_options():

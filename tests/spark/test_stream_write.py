@@ -18,9 +18,9 @@ from pyspark import TaskContext
 from pyspark.sql import functions as F
 from pyspark.sql.types import StringType
 
-from rabbitish.spark.broker import HALF_HEADER
 from rabbitish.spark.stream_writer import batch_txn_id, marker_queue
 from rabbitish.testing import call_in_loop
+from rabbitish.wire_names import HALF_HEADER
 from tests.support.clients import bodies, pika_channel
 
 pytestmark = pytest.mark.spark

@@ -1,0 +1,23 @@
+"""The names rabbitish itself puts on the wire: the headers and exchange of half transactions,
+the capability the broker announces for them, and the name RabbitMQ gives the default exchange.
+
+The broker (engine/half.py, protocol/handshake.py) and its clients (rabbitish.transactional,
+rabbitish.spark's executors) read them from here. This module imports nothing, so a client that
+needs a header name does not load the broker's engine with it."""
+
+# Half messages (engine/half.py): a publish whose headers carry HALF_HEADER = ID is held until a
+# publish to TXN_EXCHANGE (routing key "commit" or "rollback", same header) decides ID.
+HALF_HEADER = "x-half-txn"
+TXN_EXCHANGE = "amq.rabbitish.txn"
+# Where and after how long the broker asks about an undecided ID, and (on its check message)
+# how many times it has asked.
+CHECK_QUEUE_HEADER = "x-check-queue"
+CHECK_IMMUNITY_HEADER = "x-check-immunity"
+CHECK_COUNT_HEADER = "x-check-count"
+
+# connection.start's capability key saying this broker has half transactions (clients use them
+# only where it is announced).
+HALF_TRANSACTIONS_CAPABILITY = "rabbitish.half_transactions"
+
+# What the management API and access refusals call the default exchange (whose name is "").
+DEFAULT_EXCHANGE_ALIAS = "amq.default"
