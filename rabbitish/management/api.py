@@ -210,7 +210,7 @@ class Api(ClientsApi):
         queue = self.queue(user, vhost, name)
         try:
             self.node.users.authorize(user.name, vhost, "read", "queue", name)
-            queue.vhost.check_exclusive(queue, None)
+            self.node.vhosts[vhost].check_exclusive(queue, None)
         except AMQPError as err:
             raise errors.from_declare(err) from None
         return queue.purge()
