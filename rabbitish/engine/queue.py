@@ -39,11 +39,18 @@ class QueueHost(Protocol):
     where bodies go under memory pressure, and what becomes of messages and of the queue when
     they leave (settled, dead-lettered, deleted). `VirtualHost` is one."""
 
-    name: str  # the vhost's, for texts and the store's keys
-    # Read at each use, never kept: the node swaps them on a running vhost (after recovery,
-    # when memory limits start).
-    journal: Journal
-    spill: BodyStore | None
+    @property
+    def name(self) -> str:
+        """The vhost's name, for texts and the store's keys."""
+        ...
+
+    # The journal and spill store are read at each use, never kept: the node swaps them on a
+    # running vhost (after recovery, when memory limits start).
+    @property
+    def journal(self) -> Journal: ...
+
+    @property
+    def spill(self) -> BodyStore | None: ...
 
     def settled(self, queue: Queue, entry: QueueEntry) -> None:
         """`entry` left `queue` for good (acked, dropped, purged)."""

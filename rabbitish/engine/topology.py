@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import base64
 import os
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 from rabbitish.engine.auth import Authorize
 from rabbitish.engine.clock import Scheduler
@@ -30,9 +30,6 @@ from rabbitish.engine.queue_args import (
     validate_queue_arguments,
 )
 
-if TYPE_CHECKING:
-    from rabbitish.engine.policies import VhostPolicies
-
 PREDECLARED = (
     ("amq.direct", "direct"),
     ("amq.fanout", "fanout"),
@@ -43,13 +40,25 @@ PREDECLARED = (
 DEFAULT_EXCHANGE_DENIED = "operation not permitted on the default exchange"
 
 
+class DeclaredPolicies(Protocol):
+    """What the topology asks of the vhost's policies (engine/policies.py): apply the matching
+    ones to a queue or exchange it has just made."""
+
+    def apply_to_queue(self, queue: Queue) -> None: ...
+
+    def apply_to_exchange(self, exchange: Exchange) -> None: ...
+
+
 class TopologyHost(QueueHost, Protocol):
     """The vhost as its topology sees it: the host its queues are given, the clock they run on,
     and the policies applied to whatever is declared. The journal (in `QueueHost`) hears every
     durable change."""
 
-    scheduler: Scheduler
-    policies: VhostPolicies
+    @property
+    def scheduler(self) -> Scheduler: ...
+
+    @property
+    def policies(self) -> DeclaredPolicies: ...
 
 
 class Topology:
