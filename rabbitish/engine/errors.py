@@ -95,6 +95,11 @@ class ConnectionError_(AMQPError):
     """Closes the whole connection."""
 
 
+def resource_text(kind: str, name: str, vhost: str) -> str:
+    """RabbitMQ's rendering of a resource in error texts: ``queue 'q' in vhost '/'``."""
+    return f"{kind} '{name}' in vhost '{vhost}'"
+
+
 def not_found(text: str) -> ChannelError:
     return ChannelError(NOT_FOUND, text)
 

@@ -4,19 +4,20 @@ original position, TTL at the head, length limits, dead-lettering and expiry of 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from rabbitish.engine.clock import Scheduler, TimerHandle
 from rabbitish.engine.consumer import Consumer
 from rabbitish.engine.delivery import Delivery
-from rabbitish.engine.errors import access_refused
+from rabbitish.engine.errors import access_refused, resource_text
 from rabbitish.engine.message import Message, QueueEntry
 from rabbitish.engine.policies import Policy, effective_definition
 from rabbitish.engine.queue_args import QueueArguments, effective_arguments
 from rabbitish.engine.ready import PriorityReady, ReadyList
 
 if TYPE_CHECKING:
-    from rabbitish.engine.vhost import VirtualHost
+    from rabbitish.engine.journal import Journal
+    from rabbitish.engine.resources import BodyStore
 
 
 SPILL_AFTER = 64  # ready messages kept in memory per queue under memory pressure
@@ -33,6 +34,37 @@ STAT_NAMES = (
 )
 
 
+class QueueHost(Protocol):
+    """What a queue needs of the vhost holding it, and nothing more: where durable changes go,
+    where bodies go under memory pressure, and what becomes of messages and of the queue when
+    they leave (settled, dead-lettered, deleted). `VirtualHost` is one."""
+
+    @property
+    def name(self) -> str:
+        """The vhost's name, for texts and the store's keys."""
+        ...
+
+    # The journal and spill store are read at each use, never kept: the node swaps them on a
+    # running vhost (after recovery, when memory limits start).
+    @property
+    def journal(self) -> Journal: ...
+
+    @property
+    def spill(self) -> BodyStore | None: ...
+
+    def settled(self, queue: Queue, entry: QueueEntry) -> None:
+        """`entry` left `queue` for good (acked, dropped, purged)."""
+        ...
+
+    def dead_letter(self, queue: Queue, entries: list[QueueEntry], reason: str) -> None:
+        """`entries` left `queue` dead (rejected, expired, over its length limit)."""
+        ...
+
+    def delete_queue_object(self, queue: Queue) -> None:
+        """The queue removes itself (auto-delete after its last consumer, x-expires)."""
+        ...
+
+
 class Drained(NamedTuple):
     """What `Queue.drain` did: deliveries made, and whether nothing ready was left."""
 
@@ -43,7 +75,7 @@ class Drained(NamedTuple):
 class Queue:
     def __init__(
         self,
-        vhost: VirtualHost,
+        vhost: QueueHost,
         name: str,
         *,
         durable: bool = False,
@@ -52,7 +84,7 @@ class Queue:
         arguments: dict[str, Any] | None = None,
         scheduler: Scheduler,
     ) -> None:
-        self.vhost = vhost
+        self.vhost = vhost  # seen only through QueueHost: a queue never reaches further
         self.name = name
         self.durable = durable
         self.exclusive_owner = exclusive_owner
@@ -199,7 +231,7 @@ class Queue:
         """403 when an exclusive consumer would share the queue."""
         if (consumer.exclusive and self.consumers) or any(c.exclusive for c in self.consumers):
             raise access_refused(
-                f"queue '{self.name}' in vhost '{self.vhost.name}' in exclusive use"
+                f"{resource_text('queue', self.name, self.vhost.name)} in exclusive use"
             )
 
     def add_consumer(self, consumer: Consumer) -> None:

@@ -1,7 +1,7 @@
-"""The publishing side of a virtual host: the one publish entry point every front end uses,
-routing (CC/BCC keys, exchange-to-exchange bindings, alternate exchanges), direct reply-to, and
-dead-lettering. `VirtualHost` inherits it; it works on the vhost's exchanges, queues, reply-to
-targets and journal."""
+"""The publishing side of a virtual host (`vhost.publisher`): the one publish entry point every
+front end uses, routing (CC/BCC keys, exchange-to-exchange bindings, alternate exchanges), direct
+reply-to, the mandatory outcome and dead-lettering. It routes over the topology's exchanges and
+queues (engine/topology.py) and never changes them."""
 
 from __future__ import annotations
 
@@ -10,15 +10,15 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from rabbitish.engine.dead_letter import dead_message, header_routes, is_cycle
-from rabbitish.engine.errors import access_refused, not_found, precondition_failed
+from rabbitish.engine.errors import access_refused, not_found, precondition_failed, resource_text
 from rabbitish.engine.exchanges.base import Exchange
 from rabbitish.engine.exchanges.registry import DefaultExchange
-from rabbitish.engine.half import HALF_MARK, TXN_EXCHANGE, Effect, HalfRegistry
-from rabbitish.engine.journal import Journal
+from rabbitish.engine.half import HALF_MARK, Effect, HalfRegistry
 from rabbitish.engine.message import Message, QueueEntry
 from rabbitish.engine.queue import Queue
 from rabbitish.engine.queue_args import python_type_name
 from rabbitish.engine.reply_to import REPLY_TO, check_decodable, is_reply_to_address
+from rabbitish.wire_names import TXN_EXCHANGE
 
 if TYPE_CHECKING:
     from rabbitish.engine.transactions import Transaction
@@ -33,19 +33,32 @@ class PublishResult:
     returned: bool  # mandatory and routed nowhere: the front end sends it back (312 NO_ROUTE)
 
 
-class Router:
-    name: str
-    exchanges: dict[str, Exchange]
-    queues: dict[str, Queue]
-    journal: Journal
-    half: HalfRegistry
-    # Direct reply-to: pseudo-queue name -> deliver function of the consuming channel.
-    reply_to_targets: dict[str, Callable[[Message], None]]
-    publishes: int
-    on_published: Callable[[int], None] | None
+class Publisher:
+    """Publishing and routing for one vhost. It holds the topology's own dicts (never copies),
+    so a publish reads them with no hop through the vhost."""
 
-    def rs(self, kind: str, name: str) -> str:
-        raise NotImplementedError
+    def __init__(
+        self,
+        vhost_name: str,
+        exchanges: dict[str, Exchange],
+        queues: dict[str, Queue],
+        half: HalfRegistry,
+        settled: Callable[[Queue, QueueEntry], None],
+    ) -> None:
+        self.vhost_name = vhost_name
+        self.exchanges = exchanges
+        self.queues = queues
+        self.half = half
+        # A dead-lettered message leaves its queue for good, as an acked one does.
+        self.settled = settled
+        # Direct reply-to: pseudo-queue name -> deliver function of the consuming channel.
+        self.reply_to_targets: dict[str, Callable[[Message], None]] = {}
+        self.publishes = 0  # publish calls so far: a front end tells a publishing connection by it
+        # Who hears of published bytes (the memory monitor samples after enough of them).
+        self.on_published: Callable[[int], None] | None = None
+
+    def _rs(self, kind: str, name: str) -> str:
+        return resource_text(kind, name, self.vhost_name)
 
     # ------------------------------------------------------------------ publishing
     def publish(
@@ -107,9 +120,9 @@ class Router:
         """The exchange a publish names: 404 when missing, 403 when internal."""
         exchange = self.exchanges.get(name)
         if exchange is None:
-            raise not_found(f"no {self.rs('exchange', name)}")
+            raise not_found(f"no {self._rs('exchange', name)}")
         if exchange.internal:
-            raise access_refused(f"cannot publish to internal {self.rs('exchange', name)}")
+            raise access_refused(f"cannot publish to internal {self._rs('exchange', name)}")
         return exchange
 
     def route(self, exchange: Exchange, routing_key: str, message: Message) -> list[Queue]:
@@ -166,11 +179,7 @@ class Router:
             elif id(destination) not in seen:
                 self._route_into(destination, keys, message, queues, seen)
 
-    # ------------------------------------------------------------------ settlement hooks
-    def settled(self, queue: Queue, entry: QueueEntry) -> None:
-        """A message left a queue for good (acked, dropped, purged)."""
-        self.journal.message_removed(queue, entry)
-
+    # ------------------------------------------------------------------ dead-lettering
     def dead_letter(self, queue: Queue, entries: list[QueueEntry], reason: str) -> None:
         """Republish to the queue's dead-letter exchange with an x-death record, or drop.
         A message that would close a loop of automatic deaths is not delivered to the queue

@@ -1,51 +1,30 @@
-"""A virtual host: owns exchanges, queues and bindings and declares and deletes them with
-RabbitMQ's checks and texts. Publishing, routing and dead-lettering are its `Router` side
-(engine/routing.py)."""
+"""A virtual host, composed of named parts that each own their state: `topology` (exchanges,
+queues and bindings, declared and deleted with RabbitMQ's checks; engine/topology.py),
+`publisher` (publishing, routing, direct reply-to and dead-lettering; engine/routing.py), `half`
+(half transactions; engine/half.py) and `policies` (engine/policies.py). The vhost itself holds
+what they share (its name, clock, journal and spill store) and is the host its queues see
+(`QueueHost`). Front ends, management and the store call the vhost's methods, which are the
+parts' own, bound once (no extra call per published message)."""
 
 from __future__ import annotations
 
-import base64
-import os
 from collections.abc import Callable
-from typing import Any
 
-from rabbitish.engine.auth import Authorize
 from rabbitish.engine.clock import Scheduler
-from rabbitish.engine.errors import (
-    AMQPError,
-    access_refused,
-    not_found,
-    precondition_failed,
-    resource_locked,
-)
-from rabbitish.engine.exchanges.base import Binding, Exchange, freeze
-from rabbitish.engine.exchanges.registry import DefaultExchange, exchange_type
-from rabbitish.engine.half import TXN_EXCHANGE, DecisionExchange, HalfRegistry, HalfSettings
+from rabbitish.engine.errors import AMQPError, resource_text
+from rabbitish.engine.exchanges.base import Exchange
+from rabbitish.engine.exchanges.registry import DefaultExchange
+from rabbitish.engine.half import HalfRegistry, HalfSettings
 from rabbitish.engine.journal import Journal, NullJournal
-from rabbitish.engine.message import Message
+from rabbitish.engine.message import Message, QueueEntry
 from rabbitish.engine.policies import VhostPolicies
-from rabbitish.engine.queue import STAT_NAMES, Queue
-from rabbitish.engine.queue_args import (
-    EQUIVALENCE_CHECKED,
-    check_args_equivalence,
-    check_field_equivalence,
-    python_type_name,
-    validate_queue_arguments,
-)
+from rabbitish.engine.queue import Queue
 from rabbitish.engine.resources import BodyStore
-from rabbitish.engine.routing import Router
-
-PREDECLARED = (
-    ("amq.direct", "direct"),
-    ("amq.fanout", "fanout"),
-    ("amq.topic", "topic"),
-    ("amq.headers", "headers"),
-    ("amq.match", "headers"),
-)
-DEFAULT_EXCHANGE_DENIED = "operation not permitted on the default exchange"
+from rabbitish.engine.routing import Publisher
+from rabbitish.engine.topology import Topology
 
 
-class VirtualHost(Router):
+class VirtualHost:
     def __init__(
         self,
         name: str,
@@ -58,438 +37,88 @@ class VirtualHost(Router):
         self.tags: tuple[str, ...] = ()
         self.scheduler = scheduler
         self.journal: Journal = journal or NullJournal()
-        self.exchanges: dict[str, Exchange] = {}
-        self.queues: dict[str, Queue] = {}
-        self.queue_arg_types: dict[str, dict[str, str]] = {}
-        self.exchange_arg_types: dict[str, dict[str, str]] = {}
-        # Direct reply-to: pseudo-queue name -> deliver function of the consuming channel.
-        self.reply_to_targets: dict[str, Callable[[Message], None]] = {}
-        self.publishes = 0  # publish calls so far: a front end tells a publishing connection by it
-        # Counters of deleted queues, so node-wide totals (metrics) never go down.
-        self.deleted_queue_stats = dict.fromkeys(STAT_NAMES, 0)
-        self.churn = {"queue_declared": 0, "queue_created": 0, "queue_deleted": 0}
-        # Memory limits (engine/resources.py): where bodies go under memory pressure, and who
-        # hears of published bytes (the monitor samples memory after enough of them).
+        # Memory limits (engine/resources.py): where bodies go under memory pressure.
         self.spill: BodyStore | None = None
-        self.on_published: Callable[[int], None] | None = None
-        self.exchanges[""] = DefaultExchange(self.name, self.queues)
-        for name_, type_ in PREDECLARED:
-            self.exchanges[name_] = exchange_type(type_)(self.name, name_, durable=True)
-        self.exchanges[TXN_EXCHANGE] = DecisionExchange(self.name, TXN_EXCHANGE, durable=True)
+        self.topology = topology = Topology(self)
         self.half = HalfRegistry(self, half_settings or HalfSettings())
+        self.publisher = publisher = Publisher(
+            name, topology.exchanges, topology.queues, self.half, self.settled
+        )
         self.policies = VhostPolicies(self)
 
-    # ------------------------------------------------------------------ naming
+        # The topology's entry points (declare, delete, bind; recovery's recover_*).
+        self.exchange = topology.exchange
+        self.declare_exchange = topology.declare_exchange
+        self.recover_exchange = topology.recover_exchange
+        self.delete_exchange = topology.delete_exchange
+        self.queue = topology.queue
+        self.check_exclusive = topology.check_exclusive
+        self.declare_queue = topology.declare_queue
+        self.recover_queue = topology.recover_queue
+        self.delete_queue = topology.delete_queue
+        self.delete_queue_object = topology.delete_queue_object
+        self.owner_closed = topology.owner_closed
+        self.bind = topology.bind
+        self.unbind = topology.unbind
+        self.add_binding = topology.add_binding
+        self.remove_binding = topology.remove_binding
+        # The publisher's: these are on every publish's path, so bound here once.
+        self.publish = publisher.publish
+        self.publish_exchange = publisher.publish_exchange
+        self.route = publisher.route
+        self.reply_to_exists = publisher.reply_to_exists
+        self.dead_letter = publisher.dead_letter
+
     def rs(self, kind: str, name: str) -> str:
         """RabbitMQ's resource rendering: ``queue 'q' in vhost '/'``."""
-        return f"{kind} '{name}' in vhost '{self.name}'"
+        return resource_text(kind, name, self.name)
 
-    # ------------------------------------------------------------------ exchanges
-    def exchange(self, name: str) -> Exchange:
-        exchange = self.exchanges.get(name)
-        if exchange is None:
-            raise not_found(f"no {self.rs('exchange', name)}")
-        return exchange
+    def settled(self, queue: Queue, entry: QueueEntry) -> None:
+        """A message left a queue for good (acked, dropped, purged, dead-lettered)."""
+        self.journal.message_removed(queue, entry)
 
-    def declare_exchange(
-        self,
-        name: str,
-        type_: str,
-        *,
-        passive: bool = False,
-        durable: bool = False,
-        auto_delete: bool = False,
-        internal: bool = False,
-        arguments: dict[str, Any] | None = None,
-        arg_types: dict[str, str] | None = None,
-        authorize: Authorize | None = None,
-    ) -> Exchange:
-        """exchange.declare with RabbitMQ's order of checks: type, default exchange, configure
-        permission, then equivalence with an existing exchange or name and argument checks
-        (and read / write permissions for an alternate exchange) for a new one."""
-        arguments = arguments or {}
-        arg_types = arg_types or {}
-        if passive:
-            if name == "":
-                raise access_refused(DEFAULT_EXCHANGE_DENIED)
-            return self.exchange(name)
-        cls = exchange_type(type_)
-        if name == "":
-            raise access_refused(DEFAULT_EXCHANGE_DENIED)
-        if authorize is not None:
-            authorize("configure", "exchange", name)
-        existing = self.exchanges.get(name)
-        if existing is not None:
-            resource = self.rs("exchange", name)
-            check_field_equivalence(resource, "type", existing.type_name, type_)
-            check_field_equivalence(resource, "durable", existing.durable, durable)
-            check_field_equivalence(resource, "auto_delete", existing.auto_delete, auto_delete)
-            check_field_equivalence(resource, "internal", existing.internal, internal)
-            check_args_equivalence(
-                resource,
-                existing.arguments,
-                self.exchange_arg_types.get(name, {}),
-                arguments,
-                arg_types,
-                ("alternate-exchange",),
-            )
-            return existing
-        if name.startswith("amq."):
-            raise access_refused(f"exchange name '{name}' contains reserved prefix 'amq.*'")
-        ae_type = arg_types.get("alternate-exchange") or (
-            python_type_name(arguments["alternate-exchange"])
-            if "alternate-exchange" in arguments
-            else "longstr"
-        )
-        if ae_type != "longstr":
-            raise precondition_failed(
-                f"invalid type '{ae_type}' for arg 'alternate-exchange' in "
-                f"{self.rs('exchange', name)}"
-            )
-        if authorize is not None and "alternate-exchange" in arguments:
-            authorize("read", "exchange", name)
-            authorize("write", "exchange", str(arguments["alternate-exchange"]))
-        return self._add_exchange(cls, name, durable, auto_delete, internal, arguments, arg_types)
+    # ------------------------------------------------------------------ the parts' state
+    @property
+    def exchanges(self) -> dict[str, Exchange]:
+        return self.topology.exchanges
 
-    def recover_exchange(
-        self,
-        name: str,
-        type_: str,
-        *,
-        auto_delete: bool,
-        internal: bool,
-        arguments: dict[str, Any],
-        arg_types: dict[str, str],
-    ) -> Exchange:
-        """Recreate a durable exchange from the store, without declare's checks (see
-        `recover_queue`)."""
-        cls = exchange_type(type_)
-        return self._add_exchange(cls, name, True, auto_delete, internal, arguments, arg_types)
+    @property
+    def queues(self) -> dict[str, Queue]:
+        return self.topology.queues
 
-    def _add_exchange(
-        self,
-        cls: type[Exchange],
-        name: str,
-        durable: bool,
-        auto_delete: bool,
-        internal: bool,
-        arguments: dict[str, Any],
-        arg_types: dict[str, str],
-    ) -> Exchange:
-        exchange = cls(
-            self.name,
-            name,
-            durable=durable,
-            auto_delete=auto_delete,
-            internal=internal,
-            arguments=arguments,
-        )
-        self.exchanges[name] = exchange
-        self.exchange_arg_types[name] = dict(arg_types)
-        self.policies.apply_to_exchange(exchange)
-        self.journal.exchange_declared(exchange, arg_types)
-        return exchange
+    @property
+    def queue_arg_types(self) -> dict[str, dict[str, str]]:
+        return self.topology.queue_arg_types
 
-    def delete_exchange(
-        self, name: str, *, if_unused: bool = False, authorize: Authorize | None = None
-    ) -> None:
-        """exchange.delete: the default and amq.* exchanges are refused, then the configure
-        permission is checked; a missing exchange is fine; if_unused looks at bindings from
-        the exchange only."""
-        if name == "":
-            raise access_refused(DEFAULT_EXCHANGE_DENIED)
-        if name.startswith("amq."):
-            raise access_refused(f"deletion of system {self.rs('exchange', name)} not allowed")
-        if authorize is not None:
-            authorize("configure", "exchange", name)
-        exchange = self.exchanges.get(name)
-        if exchange is None:
-            return
-        if if_unused and exchange.bindings:
-            raise precondition_failed(f"{self.rs('exchange', name)} in use")
-        self._remove_exchange(exchange)
+    @property
+    def exchange_arg_types(self) -> dict[str, dict[str, str]]:
+        return self.topology.exchange_arg_types
 
-    def _remove_exchange(self, exchange: Exchange) -> None:
-        exchange.deleted = True
-        self.journal.exchange_deleted(exchange)
-        self.exchanges.pop(exchange.name, None)
-        self.exchange_arg_types.pop(exchange.name, None)
-        for binding in list(exchange.bindings.values()):
-            exchange.remove_binding(binding.key)
-        for binding in self._bindings_to(exchange):
-            binding.source.remove_binding(binding.key)
-            self._maybe_auto_delete(binding.source)
+    @property
+    def churn(self) -> dict[str, int]:
+        return self.topology.churn
 
-    def _bindings_to(self, destination: Any) -> list[Binding]:
-        found = []
-        for exchange in self.exchanges.values():
-            if exchange.name == "":
-                continue
-            found.extend(exchange.bindings_to(destination))
-        return found
+    @property
+    def deleted_queue_stats(self) -> dict[str, int]:
+        return self.topology.deleted_queue_stats
 
-    def _maybe_auto_delete(self, exchange: Exchange) -> None:
-        if exchange.auto_delete and not exchange.bindings and not exchange.deleted:
-            self._remove_exchange(exchange)
+    @property
+    def reply_to_targets(self) -> dict[str, Callable[[Message], None]]:
+        return self.publisher.reply_to_targets
 
-    # ------------------------------------------------------------------ queues
-    def queue(self, name: str, owner: object | None) -> Queue:
-        """Look a queue up for use by a connection: 404 when missing, 405 when exclusive to
-        another connection."""
-        queue = self.queues.get(name)
-        if queue is None:
-            raise not_found(f"no {self.rs('queue', name)}")
-        self.check_exclusive(queue, owner)
-        return queue
+    @property
+    def publishes(self) -> int:
+        """Publish calls so far: a front end tells a publishing connection by it."""
+        return self.publisher.publishes
 
-    def check_exclusive(self, queue: Queue, owner: object | None) -> None:
-        if queue.exclusive_owner is not None and queue.exclusive_owner is not owner:
-            raise self._locked(queue)
+    @property
+    def on_published(self) -> Callable[[int], None] | None:
+        """Who hears of published bytes (the memory monitor, engine/resources.py)."""
+        return self.publisher.on_published
 
-    def _locked(self, queue: Queue) -> AMQPError:
-        return resource_locked(
-            f"cannot obtain exclusive access to locked {self.rs('queue', queue.name)}. "
-            "It could be originally declared on another connection or the exclusive "
-            "property value does not match that of the original declaration."
-        )
-
-    @staticmethod
-    def generate_queue_name() -> str:
-        return "amq.gen-" + base64.urlsafe_b64encode(os.urandom(16)).decode().rstrip("=")
-
-    def declare_queue(
-        self,
-        name: str,
-        *,
-        owner: object | None,
-        passive: bool = False,
-        durable: bool = False,
-        exclusive: bool = False,
-        auto_delete: bool = False,
-        arguments: dict[str, Any] | None = None,
-        arg_types: dict[str, str] | None = None,
-        authorize: Authorize | None = None,
-    ) -> Queue:
-        """queue.declare with RabbitMQ's order of checks: name, configure permission, then an
-        existing queue must match exactly in exclusivity (405), then durable, auto_delete and
-        arguments (406); a new queue with a dead-letter exchange needs read on itself and
-        write on that exchange."""
-        arguments = arguments or {}
-        arg_types = arg_types or {}
-        self.churn["queue_declared"] += 1
-        if passive:
-            queue = self.queue(name, owner)
-            queue.touch()
-            return queue
-        if name == "":
-            name = self.generate_queue_name()
-        elif name.startswith("amq."):
-            raise access_refused(f"queue name '{name}' contains reserved prefix 'amq.*'")
-        if authorize is not None:
-            authorize("configure", "queue", name)
-        if exclusive:
-            durable = False  # exclusive queues are never durable (RabbitMQ ignores the flag)
-        existing = self.queues.get(name)
-        resource = self.rs("queue", name)
-        if existing is not None:
-            if existing.exclusive_owner is not (owner if exclusive else None):
-                raise self._locked(existing)
-            check_field_equivalence(resource, "durable", existing.durable, durable)
-            check_field_equivalence(resource, "auto_delete", existing.auto_delete, auto_delete)
-            check_args_equivalence(
-                resource,
-                existing.arguments,
-                self.queue_arg_types.get(name, {}),
-                arguments,
-                arg_types,
-                EQUIVALENCE_CHECKED,
-            )
-            existing.touch()
-            return existing
-        dlx = arguments.get("x-dead-letter-exchange")
-        if authorize is not None and isinstance(dlx, str | bytes):
-            authorize("read", "queue", name)
-            authorize("write", "exchange", dlx.decode() if isinstance(dlx, bytes) else dlx)
-        validate_queue_arguments(resource, arguments, arg_types)
-        return self._add_queue(
-            name, durable, owner if exclusive else None, auto_delete, arguments, arg_types
-        )
-
-    def recover_queue(
-        self,
-        name: str,
-        *,
-        auto_delete: bool,
-        arguments: dict[str, Any],
-        arg_types: dict[str, str],
-    ) -> Queue:
-        """Recreate a durable queue from the store. None of declare's checks apply: what the
-        broker accepted once (a server-named 'amq.gen-' queue, arguments checked when declared)
-        must come back, so recovery never refuses it."""
-        return self._add_queue(name, True, None, auto_delete, arguments, arg_types)
-
-    def _add_queue(
-        self,
-        name: str,
-        durable: bool,
-        exclusive_owner: object | None,
-        auto_delete: bool,
-        arguments: dict[str, Any],
-        arg_types: dict[str, str],
-    ) -> Queue:
-        queue = Queue(
-            self,
-            name,
-            durable=durable,
-            exclusive_owner=exclusive_owner,
-            auto_delete=auto_delete,
-            arguments=arguments,
-            scheduler=self.scheduler,
-        )
-        self.queues[name] = queue
-        self.queue_arg_types[name] = dict(arg_types)
-        self.churn["queue_created"] += 1
-        self.policies.apply_to_queue(queue)
-        self.journal.queue_declared(queue, arg_types)
-        return queue
-
-    def delete_queue(
-        self, name: str, *, owner: object | None, if_unused: bool = False, if_empty: bool = False
-    ) -> int:
-        queue = self.queues.get(name)
-        if queue is None:
-            return 0  # deleting a missing queue is not an error in RabbitMQ
-        self.check_exclusive(queue, owner)
-        if if_unused and queue.consumers:
-            raise precondition_failed(f"{self.rs('queue', name)} in use")
-        if if_empty and queue.message_count:
-            raise precondition_failed(f"{self.rs('queue', name)} not empty")
-        count = queue.message_count
-        self.delete_queue_object(queue)
-        return count
-
-    def delete_queue_object(self, queue: Queue) -> None:
-        """Remove a queue for any reason (delete, exclusive owner gone, auto-delete, x-expires)."""
-        if queue.deleted or self.queues.get(queue.name) is not queue:
-            return
-        del self.queues[queue.name]
-        self.queue_arg_types.pop(queue.name, None)
-        for name, count in queue.stats.items():
-            self.deleted_queue_stats[name] += count
-        self.churn["queue_deleted"] += 1
-        self.journal.queue_deleted(queue)
-        for binding in self._bindings_to(queue):
-            binding.source.remove_binding(binding.key)
-            self._maybe_auto_delete(binding.source)
-        for consumer in queue.mark_deleted():
-            consumer.cancelled_by_broker()
-
-    def owner_closed(self, owner: object) -> None:
-        """The connection that owns exclusive queues went away: delete them."""
-        for queue in [q for q in self.queues.values() if q.exclusive_owner is owner]:
-            self.delete_queue_object(queue)
-
-    # ------------------------------------------------------------------ bindings
-    def bind(
-        self,
-        destination: Queue | Exchange,
-        source_name: str,
-        routing_key: str,
-        arguments: dict[str, Any] | None = None,
-    ) -> None:
-        """Add a binding between objects already resolved (recovery, internal callers)."""
-        source = self.exchange(source_name)
-        self._add(Binding(source, destination, routing_key, dict(arguments or {})))
-
-    def _add(self, binding: Binding) -> None:
-        if binding.source.add_binding(binding):
-            self.journal.binding_added(binding)
-
-    def _remove(self, source: Exchange, key: tuple[int, str, Any]) -> bool:
-        binding = source.remove_binding(key)
-        if binding is not None:
-            self.journal.binding_removed(binding)
-        return binding is not None
-
-    def unbind(
-        self,
-        destination: Queue | Exchange,
-        source_name: str,
-        routing_key: str,
-        arguments: dict[str, Any] | None = None,
-    ) -> None:
-        """Remove a binding between objects already resolved; missing is fine."""
-        source = self.exchanges.get(source_name)
-        if source is None:
-            return
-        key = (id(destination), routing_key, freeze(dict(arguments or {})))
-        if self._remove(source, key):
-            self._maybe_auto_delete(source)
-
-    def _destination(self, kind: str, name: str) -> Queue | Exchange | None:
-        return (self.queues if kind == "queue" else self.exchanges).get(name)
-
-    @staticmethod
-    def _check_binding(
-        kind: str, destination_name: str, source_name: str, authorize: Authorize | None
-    ) -> None:
-        """RabbitMQ's order: write on the destination, the default exchange refused on either
-        side, read on the source."""
-        if authorize is not None:
-            authorize("write", kind, destination_name)
-        if source_name == "" or (kind == "exchange" and destination_name == ""):
-            raise access_refused(DEFAULT_EXCHANGE_DENIED)
-        if authorize is not None:
-            authorize("read", "exchange", source_name)
-
-    def add_binding(
-        self,
-        kind: str,
-        destination_name: str,
-        source_name: str,
-        routing_key: str,
-        arguments: dict[str, Any],
-        arg_types: dict[str, str],
-        owner: object | None,
-        authorize: Authorize | None = None,
-    ) -> None:
-        """queue.bind / exchange.bind in RabbitMQ's order of checks: permissions and default
-        exchange (403), source then destination (404), binding arguments (406), exclusive
-        queue (405)."""
-        self._check_binding(kind, destination_name, source_name, authorize)
-        source = self.exchange(source_name)
-        destination = self._destination(kind, destination_name)
-        if destination is None:
-            raise not_found(f"no {self.rs(kind, destination_name)}")
-        source.validate_binding(arguments, arg_types)
-        if isinstance(destination, Queue):
-            self.check_exclusive(destination, owner)
-        self._add(Binding(source, destination, routing_key, dict(arguments)))
-
-    def remove_binding(
-        self,
-        kind: str,
-        destination_name: str,
-        source_name: str,
-        routing_key: str,
-        arguments: dict[str, Any],
-        owner: object | None,
-        authorize: Authorize | None = None,
-    ) -> None:
-        """queue.unbind / exchange.unbind: unbinding what does not exist succeeds, as in
-        RabbitMQ; an auto-delete source goes with its last binding."""
-        self._check_binding(kind, destination_name, source_name, authorize)
-        source = self.exchanges.get(source_name)
-        destination = self._destination(kind, destination_name)
-        if source is None or destination is None:
-            return
-        key = (id(destination), routing_key, freeze(dict(arguments)))
-        if key not in source.bindings:
-            return
-        if isinstance(destination, Queue):
-            self.check_exclusive(destination, owner)
-        self._remove(source, key)
-        self._maybe_auto_delete(source)
+    @on_published.setter
+    def on_published(self, listener: Callable[[int], None] | None) -> None:
+        self.publisher.on_published = listener
 
 
 __all__ = ["AMQPError", "DefaultExchange", "VirtualHost"]

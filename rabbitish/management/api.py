@@ -14,6 +14,7 @@ from rabbitish.management import errors, format, messages, sessions, stats
 from rabbitish.management.clients import ClientsApi
 from rabbitish.management.errors import ApiError, bad_request, not_found
 from rabbitish.management.stats import CHANNEL_ONLY, QUEUE_STATS
+from rabbitish.wire_names import DEFAULT_EXCHANGE_ALIAS
 
 if TYPE_CHECKING:
     from rabbitish.config import Config
@@ -22,8 +23,6 @@ if TYPE_CHECKING:
     from rabbitish.engine.node import Node
     from rabbitish.engine.queue import Queue
     from rabbitish.engine.vhost import VirtualHost
-
-DEFAULT_EXCHANGE = "amq.default"  # how the API names the exchange called ""
 
 
 class Api(ClientsApi):
@@ -43,7 +42,7 @@ class Api(ClientsApi):
         return queue
 
     def exchange(self, user: User, vhost_name: str, name: str) -> Exchange:
-        name = "" if name == DEFAULT_EXCHANGE else name
+        name = "" if name == DEFAULT_EXCHANGE_ALIAS else name
         exchange = self.vhost(user, vhost_name).exchanges.get(name)
         if exchange is None:
             raise not_found()
@@ -210,7 +209,7 @@ class Api(ClientsApi):
         queue = self.queue(user, vhost, name)
         try:
             self.node.users.authorize(user.name, vhost, "read", "queue", name)
-            queue.vhost.check_exclusive(queue, None)
+            self.node.vhosts[vhost].check_exclusive(queue, None)
         except AMQPError as err:
             raise errors.from_declare(err) from None
         return queue.purge()
@@ -253,7 +252,7 @@ class Api(ClientsApi):
 
     def put_exchange(self, user: User, vhost_name: str, name: str, body: dict[str, Any]) -> int:
         vhost = self._writable(user, vhost_name)
-        name = "" if name == DEFAULT_EXCHANGE else name
+        name = "" if name == DEFAULT_EXCHANGE_ALIAS else name
         existed = name in vhost.exchanges
         arguments = body.get("arguments") or {}
         if not isinstance(arguments, dict):
@@ -293,7 +292,7 @@ class Api(ClientsApi):
         except ApiError:
             raise errors.not_authorised() from None
         payload = messages.decode_payload(body["payload"], body["payload_encoding"])
-        exchange = "" if name == DEFAULT_EXCHANGE else name
+        exchange = "" if name == DEFAULT_EXCHANGE_ALIAS else name
         try:
             assert self.node.codec is not None
             self.node.users.authorize(user.name, vhost, "write", "exchange", exchange)
@@ -371,7 +370,7 @@ class Api(ClientsApi):
         arguments = body.get("arguments") or {}
         if not isinstance(arguments, dict):
             raise bad_request("arguments must be a JSON object")
-        source = "" if source == DEFAULT_EXCHANGE else source
+        source = "" if source == DEFAULT_EXCHANGE_ALIAS else source
         try:
             vhost_obj.add_binding(
                 kind,

@@ -16,6 +16,7 @@ from typing import Any
 from rabbitish.engine.consumer import Consumer
 from rabbitish.engine.delivery import Delivery
 from rabbitish.engine.message import FieldValue, Message, PropertyError, parse_expiration
+from rabbitish.engine.queue import Queue
 
 # Property names a codec must know (the 0-9-1 names `to_fields` keys by).
 PROPERTY_NAMES = frozenset(
@@ -153,9 +154,11 @@ CODEC = FieldsCodec()
 NO_PROPERTIES = CODEC.encode()
 
 
-def message(body: bytes, routing_key: str = "q", **fields: Any) -> Message:
-    """A message published to the default exchange, its properties read by the codec."""
-    return CODEC.new_message("", routing_key, CODEC.encode(**fields), body)
+def message(
+    body: bytes = b"body", routing_key: str = "q", exchange: str = "", **fields: Any
+) -> Message:
+    """A message as a front end hands it to the engine, its properties read by the codec."""
+    return CODEC.new_message(exchange, routing_key, CODEC.encode(**fields), body)
 
 
 def bodies(queue: Any) -> list[bytes]:
@@ -188,3 +191,16 @@ class Quiet(Consumer):
 
     def delivered(self, delivery: Delivery) -> None:
         pass
+
+
+class Taker(Consumer):
+    """A consumer with the engine's own credit that keeps its deliveries."""
+
+    __slots__ = ("deliveries",)
+
+    def __init__(self, queue: Queue, tag: str = "c", **kwargs: Any) -> None:
+        super().__init__(queue, tag, **kwargs)
+        self.deliveries: list[Delivery] = []
+
+    def delivered(self, delivery: Delivery) -> None:
+        self.deliveries.append(delivery)

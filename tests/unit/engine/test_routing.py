@@ -1,205 +1,191 @@
-"""Routing without sockets: topic pattern matching, headers matching with RabbitMQ's value
-comparison, x-match validation, and the vhost's routing through exchange bindings, alternate
-exchanges and CC / BCC keys."""
+"""A vhost's publisher (engine/routing.py): the publish outcome, routing through CC / BCC keys,
+exchange-to-exchange bindings and alternate exchanges, direct reply-to, and dead-lettering,
+over a real topology."""
 
 from __future__ import annotations
 
-import datetime
-from decimal import Decimal
 from typing import Any
 
 import pytest
 
 from rabbitish.engine.clock import ManualScheduler
 from rabbitish.engine.errors import AMQPError
-from rabbitish.engine.exchanges.headers import headers_match, validate_binding
-from rabbitish.engine.exchanges.topic import compile_pattern
 from rabbitish.engine.message import Message
+from rabbitish.engine.queue import Queue
+from rabbitish.engine.routing import Publisher
 from rabbitish.engine.vhost import VirtualHost
-from tests.support.engine import CODEC, NO_PROPERTIES
-
-MODES = "expected all, any, all-with-x, or any-with-x"
-
-TOPIC_TABLE = [
-    # pattern, routing key, matches
-    ("a.b.c", "a.b.c", True),
-    ("a.b.c", "a.b", False),
-    ("a.b.c", "a.b.c.d", False),
-    ("*", "a", True),
-    ("*", "", False),
-    ("*", "a.b", False),
-    ("*.*", ".", True),
-    ("*.*", "a.", True),
-    ("#", "", True),
-    ("#", "a.b.c", True),
-    ("#.#", "a", True),
-    ("a.#", "a", True),
-    ("a.#", "ab", False),
-    ("#.a", "a", True),
-    ("#.a", "b.a", True),
-    ("#.a", "a.b", False),
-    ("a.#.b", "a.b", True),
-    ("a.#.b", "a.x.y.b", True),
-    ("a.#.b", "a.x.y.c", False),
-    ("a.*.#", "a", False),
-    ("a.*.#", "a.b", True),
-    ("*.#.*", "a", False),
-    ("*.#.*", "a.b", True),
-    ("", "", True),
-    ("", "a", False),
-    ("a..b", "a..b", True),
-    ("a.*.b", "a..b", True),
-    ("a.b", "a.b.", False),
-    ("a.b.", "a.b.", True),
-    ("#.", "a.", True),
-    ("#.", "a", False),
-    ("a*", "a", False),
-    ("a*", "a*", True),
-    ("a#", "ab", False),
-    ("*.b", ".b", True),
-    ("ü.*", "ü.x", True),
-]
-
-
-@pytest.mark.parametrize(("pattern", "key", "expected"), TOPIC_TABLE)
-def test_topic_pattern(pattern, key, expected):
-    assert compile_pattern(pattern)(key) is expected
-
-
-HEADERS_TABLE = [
-    ({"x-match": "all", "a": 1}, {"a": 1}, True),
-    ({"x-match": "all", "a": 1, "b": 2}, {"a": 1}, False),
-    ({"x-match": "any", "a": 1, "b": 2}, {"b": 2}, True),
-    ({"x-match": "any"}, {"a": 1}, False),
-    ({"x-match": "all"}, {}, True),
-    ({"a": 1}, {"a": 1, "z": 0}, True),  # no x-match: all
-    ({"x-match": "any", "x-a": 1}, {"x-a": 1}, False),  # x- keys ignored
-    ({"x-match": "any-with-x", "x-a": 1}, {"x-a": 1}, True),
-    ({"x-match": "all-with-x", "x-a": 1, "b": 2}, {"x-a": 1}, False),
-    ({"a": 1}, {"a": 1.0}, True),  # numbers compare by value
-    ({"a": 2**40}, {"a": 2**40}, True),
-    ({"a": 1}, {"a": True}, False),  # a boolean is not a number
-    ({"a": True}, {"a": True}, True),
-    ({"a": "x"}, {"a": b"x"}, True),  # longstr and binary are both binaries
-    ({"a": 1}, {"a": "1"}, False),
-    ({"a": Decimal(1)}, {"a": 1}, False),
-    ({"a": None}, {"a": "anything"}, True),  # void: presence
-    ({"a": None}, {}, False),
-    ({"a": {"k": [1, "v"]}}, {"a": {"k": [1, "v"]}}, True),
-    ({"a": [1, 2]}, {"a": [2, 1]}, False),
-    ({"t": datetime.datetime(2020, 1, 1, tzinfo=datetime.UTC)}, {"t": 1577836800}, True),
-]
-
-
-@pytest.mark.parametrize(("binding", "headers", "expected"), HEADERS_TABLE)
-def test_headers_match(binding, headers, expected):
-    assert headers_match(binding, headers) is expected
-
-
-@pytest.mark.parametrize(
-    ("arguments", "types", "text"),
-    [
-        (
-            {"x-match": "nope"},
-            {},
-            'Invalid x-match field value <<"nope">>; ' + MODES,
-        ),
-        (
-            {"x-match": "é"},
-            {},
-            'Invalid x-match field value <<"é">>; ' + MODES,
-        ),
-        (
-            {"x-match": "tab\tx"},
-            {},
-            'Invalid x-match field value <<"tab\\tx">>; ' + MODES,
-        ),
-        (
-            {"x-match": "\x01"},
-            {},
-            "Invalid x-match field value <<1>>; " + MODES,
-        ),
-        (
-            {"x-match": 7},
-            {"x-match": "short"},
-            "Invalid x-match field type short (value 7); expected longstr",
-        ),
-    ],
-)
-def test_x_match_validation(arguments, types, text):
-    with pytest.raises(AMQPError) as info:
-        validate_binding(arguments, types)
-    assert (info.value.reply_code, info.value.text) == (406, text)
-
-
-def test_x_match_valid_values():
-    for mode in ("all", "any", "all-with-x", "any-with-x"):
-        validate_binding({"x-match": mode}, {"x-match": "longstr"})
-    validate_binding({}, {})
-
-
-# ---------------------------------------------------------------------- vhost routing
-def message(key: str, headers: dict[str, Any] | None = None) -> Message:
-    raw = CODEC.encode(headers=headers) if headers else NO_PROPERTIES
-    return Message("x", key, raw, b"body", CODEC)
+from tests.support.engine import message
 
 
 @pytest.fixture
 def vhost() -> VirtualHost:
-    return VirtualHost("/", ManualScheduler())
+    return VirtualHost("vh", ManualScheduler())
 
 
+@pytest.fixture
+def publisher(vhost: VirtualHost) -> Publisher:
+    return vhost.publisher
+
+
+def declare(vhost: VirtualHost, *names: str, **kwargs: Any) -> list[Queue]:
+    return [vhost.topology.declare_queue(name, owner=None, **kwargs) for name in names]
+
+
+def bodies(queue: Queue) -> list[bytes]:
+    return [entry.message.body for entry in queue.ready]
+
+
+def refused(call: Any, *args: Any) -> tuple[int, str]:
+    with pytest.raises(AMQPError) as caught:
+        call(*args)
+    return caught.value.reply_code, caught.value.text
+
+
+def test_a_publish_reports_routed_accepted_and_returned(vhost, publisher):
+    (q,) = declare(vhost, "q")
+    sizes: list[int] = []
+    publisher.on_published = sizes.append
+    result = publisher.publish("", "q", message(body=b"abc"), mandatory=True)
+    assert (result.routed, result.accepted, result.returned) == (True, True, False)
+    result = publisher.publish("", "nowhere", message(), mandatory=True)
+    assert (result.routed, result.accepted, result.returned) == (False, True, True)
+    assert not publisher.publish("", "nowhere", message()).returned
+    assert (publisher.publishes, sizes) == (3, [3, 4, 4])
+    assert bodies(q) == [b"abc"]
+    default = vhost.topology.exchanges[""]
+    assert (default.published_in, default.published_out) == (3, 1)
+
+
+def test_a_queue_refusing_the_message_makes_the_publish_not_accepted(vhost, publisher):
+    declare(vhost, "q", arguments={"x-max-length": 0, "x-overflow": "reject-publish"})
+    result = publisher.publish("", "q", message())
+    assert (result.routed, result.accepted, result.returned) == (True, False, False)
+
+
+def test_the_publish_exchange_must_exist_and_not_be_internal(vhost, publisher):
+    vhost.topology.declare_exchange("inner", "direct", internal=True)
+    assert refused(publisher.publish_exchange, "nope") == (404, "no exchange 'nope' in vhost 'vh'")
+    assert refused(publisher.publish_exchange, "inner") == (
+        403,
+        "cannot publish to internal exchange 'inner' in vhost 'vh'",
+    )
+
+
+def test_cc_and_bcc_add_routing_keys_and_bcc_is_removed(vhost, publisher):
+    a, b, c = declare(vhost, "a", "b", "c")
+    sent = message(routing_key="a", headers={"CC": ["b"], "BCC": ["c"], "other": 1})
+    assert publisher.publish("", "a", sent).routed
+    assert bodies(a) == bodies(b) == bodies(c) == [b"body"]
+    assert sent.headers == {"CC": ["b"], "other": 1}
+    assert sent.routing_keys == ["a", "b", "c"]
+
+
+def test_a_cc_header_that_is_not_a_list_is_refused(publisher):
+    assert refused(publisher.publish, "", "a", message(routing_key="a", headers={"CC": "b"})) == (
+        406,
+        'invalid message: {unacceptable_type_in_header,"CC",longstr}',
+    )
+
+
+def test_routing_follows_exchange_bindings_and_alternate_exchanges_once_per_queue(vhost):
+    topology = vhost.topology
+    q, spare = declare(vhost, "q", "spare")
+    topology.declare_exchange("ae", "fanout")
+    topology.declare_exchange("front", "direct", arguments={"alternate-exchange": "ae"})
+    topology.declare_exchange("back", "fanout")
+    topology.add_binding("queue", "spare", "ae", "", {}, {}, None)
+    topology.add_binding("exchange", "back", "front", "k", {}, {}, None)
+    topology.add_binding("queue", "q", "back", "", {}, {}, None)
+    topology.add_binding("queue", "q", "front", "k", {}, {}, None)
+    front = topology.exchanges["front"]
+    assert vhost.publisher.route(front, "k", message(routing_key="k")) == [q]
+    assert vhost.publisher.route(front, "other", message(routing_key="other")) == [spare]
+
+
+def test_a_direct_reply_goes_to_its_target_and_never_counts_as_routed(publisher):
+    replies: list[Message] = []
+    publisher.reply_to_targets["amq.rabbitmq.reply-to.abc"] = replies.append
+    reply = message(routing_key="amq.rabbitmq.reply-to.abc")
+    result = publisher.publish("", "amq.rabbitmq.reply-to.abc", reply, mandatory=True)
+    assert replies == [reply]
+    assert (result.routed, result.returned) == (False, True)
+    assert publisher.reply_to_exists("amq.rabbitmq.reply-to")
+    assert publisher.reply_to_exists("amq.rabbitmq.reply-to.abc")
+    assert not publisher.reply_to_exists("amq.rabbitmq.reply-to.other")
+
+
+def test_dead_lettering_settles_then_republishes_with_an_x_death_record(vhost, publisher):
+    removed: list[bytes] = []
+    publisher.settled = lambda queue, entry: removed.append(entry.message.body)
+    arguments = {"x-dead-letter-exchange": "", "x-dead-letter-routing-key": "dead"}
+    source, dead = declare(vhost, "source", "dead")
+    source.arguments.update(arguments)
+    source.apply_policies(None, None)
+    source.enqueue(message(routing_key="source", body=b"a"))
+    entry = source.ready.pop()
+    publisher.dead_letter(source, [entry], "rejected")
+    assert removed == [b"a"]
+    (dead_entry,) = list(dead.ready)
+    assert dead_entry.message.routing_key == "dead"
+    (death,) = dead_entry.message.headers["x-death"]
+    assert (death["queue"], death["reason"], death["count"]) == ("source", "rejected", 1)
+
+
+def test_without_a_dead_letter_exchange_messages_are_only_settled(vhost, publisher):
+    removed: list[bytes] = []
+    publisher.settled = lambda queue, entry: removed.append(entry.message.body)
+    (q,) = declare(vhost, "q", arguments={"x-dead-letter-exchange": "missing"})
+    q.enqueue(message(body=b"a"))
+    publisher.dead_letter(q, [q.ready.pop()], "expired")
+    assert removed == [b"a"]
+
+
+def test_an_automatic_death_that_closes_a_loop_is_not_delivered(vhost, publisher):
+    (q,) = declare(vhost, "q", arguments={"x-dead-letter-exchange": ""})
+    q.enqueue(message(body=b"a"))
+    publisher.dead_letter(q, [q.ready.pop()], "rejected")  # a rejection may loop back
+    assert bodies(q) == [b"a"]
+    publisher.dead_letter(q, [q.ready.pop()], "expired")  # an expiry back to q is a loop
+    assert bodies(q) == []
+
+
+# ---------------------------------------------------------------------- through the vhost
 def names(queues: list[Any]) -> set[str]:
     return {q.name for q in queues}
 
 
 def declare_queues(vhost: VirtualHost, *queue_names: str) -> None:
-    for name in queue_names:
-        vhost.declare_queue(name, owner=None)
+    declare(vhost, *queue_names)
 
 
 def test_route_through_exchange_bindings_and_cycles(vhost):
     declare_queues(vhost, "q1", "q2")
     for name in ("a", "b", "c"):
-        vhost.declare_exchange(name, "fanout")
-    vhost.add_binding("exchange", "b", "a", "", {}, {}, None)
-    vhost.add_binding("exchange", "c", "b", "", {}, {}, None)
-    vhost.add_binding("exchange", "a", "c", "", {}, {}, None)
-    vhost.add_binding("queue", "q1", "c", "", {}, {}, None)
-    vhost.add_binding("queue", "q2", "a", "", {}, {}, None)
-    assert names(vhost.route(vhost.exchange("b"), "k", message("k"))) == {"q1", "q2"}
+        vhost.topology.declare_exchange(name, "fanout")
+    vhost.topology.add_binding("exchange", "b", "a", "", {}, {}, None)
+    vhost.topology.add_binding("exchange", "c", "b", "", {}, {}, None)
+    vhost.topology.add_binding("exchange", "a", "c", "", {}, {}, None)
+    vhost.topology.add_binding("queue", "q1", "c", "", {}, {}, None)
+    vhost.topology.add_binding("queue", "q2", "a", "", {}, {}, None)
+    assert names(vhost.route(vhost.exchange("b"), "k", message(routing_key="k"))) == {"q1", "q2"}
 
 
 def test_alternate_exchange_only_when_nothing_matched(vhost):
     declare_queues(vhost, "main", "spare")
-    vhost.declare_exchange("ae", "fanout")
-    vhost.declare_exchange("empty", "direct")
-    vhost.declare_exchange("x", "direct", arguments={"alternate-exchange": "ae"})
-    vhost.add_binding("queue", "spare", "ae", "", {}, {}, None)
-    vhost.add_binding("queue", "main", "x", "k", {}, {}, None)
-    vhost.add_binding("exchange", "empty", "x", "dead-end", {}, {}, None)
+    vhost.topology.declare_exchange("ae", "fanout")
+    vhost.topology.declare_exchange("empty", "direct")
+    vhost.topology.declare_exchange("x", "direct", arguments={"alternate-exchange": "ae"})
+    vhost.topology.add_binding("queue", "spare", "ae", "", {}, {}, None)
+    vhost.topology.add_binding("queue", "main", "x", "k", {}, {}, None)
+    vhost.topology.add_binding("exchange", "empty", "x", "dead-end", {}, {}, None)
     route = vhost.route
-    assert names(route(vhost.exchange("x"), "k", message("k"))) == {"main"}
-    assert names(route(vhost.exchange("x"), "other", message("other"))) == {"spare"}
-    assert names(route(vhost.exchange("x"), "dead-end", message("dead-end"))) == set()
-
-
-def test_cc_and_bcc_add_routing_keys_and_bcc_is_removed(vhost):
-    declare_queues(vhost, "a", "b", "c")
-    msg = message("a", {"CC": ["b"], "BCC": ["c"], "keep": 1})
-    assert names(vhost.route(vhost.exchange(""), "a", msg)) == {"a", "b", "c"}
-    assert msg.headers == {"CC": ["b"], "keep": 1}
-    assert msg.routing_keys == ["a", "b", "c"]
-
-
-def test_cc_must_be_an_array(vhost):
-    with pytest.raises(AMQPError) as info:
-        vhost.route(vhost.exchange(""), "a", message("a", {"CC": "b"}))
-    assert info.value.text == 'invalid message: {unacceptable_type_in_header,"CC",longstr}'
+    assert names(route(vhost.exchange("x"), "k", message(routing_key="k"))) == {"main"}
+    assert names(route(vhost.exchange("x"), "other", message(routing_key="other"))) == {"spare"}
+    assert names(route(vhost.exchange("x"), "dead-end", message(routing_key="dead-end"))) == set()
 
 
 def test_headers_exchange_ignores_cc_keys(vhost):
     declare_queues(vhost, "q")
-    vhost.add_binding("queue", "q", "amq.headers", "", {"h": 1}, {}, None)
-    msg = message("k", {"h": 1, "CC": ["x", "y"]})
+    vhost.topology.add_binding("queue", "q", "amq.headers", "", {"h": 1}, {}, None)
+    msg = message(routing_key="k", headers={"h": 1, "CC": ["x", "y"]})
     assert names(vhost.route(vhost.exchange("amq.headers"), "k", msg)) == {"q"}
