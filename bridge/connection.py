@@ -431,6 +431,10 @@ class Connection10(BufferedOutput):
         self.state = State.CLOSE_SENT
         self.should_close = True
 
+    def idle_timed_out(self) -> None:
+        """The peer sent nothing for our whole idle-time-out: close as the spec says."""
+        self._error("amqp:resource-limit-exceeded", "local-idle-timeout expired")
+
     def server_close(self, reply_code: int, text: str) -> None:
         """Broker-initiated close (management API, shutdown): connection:forced."""
         if self.state is State.OPENED and not self.should_close:

@@ -89,7 +89,7 @@ class Amqp10ServerProtocol(SocketProtocol):
             return
         if self._reads == self._read_at_check and not self._blocked:  # blocked: we stopped reading
             log.warning("AMQP 1.0 client %s idle for %s ms", conn.peer, conn.idle_timeout_ms)
-            conn._error("amqp:resource-limit-exceeded", "local-idle-timeout expired")
+            conn.idle_timed_out()
             self._flush()
             return
         self._read_at_check = self._reads
