@@ -153,6 +153,8 @@ class OutgoingLink(Consumer):
         "wire_settled",
     )
 
+    session: Session  # the consumer's ConsumerSession is the 1.0 session itself
+
     def __init__(self, session: Session, attach: Attach) -> None:
         source = attach.source
         address = parse_address(terminus_address(source), sending=False)
@@ -167,7 +169,7 @@ class OutgoingLink(Consumer):
             authorize("read", "queue", queue.name)
         settled = attach.snd_settle_mode == SETTLED
         super().__init__(queue, str(attach.name), settled_on_delivery=settled)
-        self.session = session  # also the consumer's SessionRef (connection, number, user)
+        self.session = session  # also the consumer's ConsumerSession (connection, number, user)
         self.handle = int(attach.handle)
         self.delivery_count = 0
         self.link_credit = 0

@@ -80,7 +80,7 @@ class Session:
         self.ended = False
         self._accepted: list[int] = []  # incoming delivery ids to accept at the next flush
 
-    # The consumer-facing SessionRef shape (management's channel_details of 1.0 receivers).
+    # The engine's ConsumerSession (management's channel_details of 1.0 receivers).
     @property
     def connection(self) -> Connection10:
         return self.conn

@@ -209,6 +209,7 @@ class Broker:
             self.management = await start_management(self.node, self.config, self.port, port)
             self.management_port = self.management.port
             self.management.api.tls_port = self.tls_port
+        assert self.management.port is not None  # bound by start_management
         return self.management.port
 
     async def stop(self, grace: float = 1.0) -> None:

@@ -107,9 +107,24 @@ class FrontEndConnection(Protocol):
         ...
 
 
+class ConsumerSession(Protocol):
+    """Which connection and session (0-9-1 channel, 1.0 session) a consumer belongs to, as
+    management names its channel: a 0-9-1 consumer holds a `SessionRef`, a 1.0 outgoing link
+    its session."""
+
+    @property
+    def connection(self) -> FrontEndConnection: ...
+
+    @property
+    def number(self) -> int: ...
+
+    @property
+    def user(self) -> str | None: ...
+
+
 @dataclass(frozen=True)
 class SessionRef:
-    """Which connection and session a consumer belongs to."""
+    """A 0-9-1 consumer's `ConsumerSession`: its channel's connection and number."""
 
     connection: FrontEndConnection
     number: int
