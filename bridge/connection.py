@@ -56,7 +56,7 @@ from rabbitish.config import Config
 from rabbitish.engine.auth import Authorize, Peer, may_log_in_from
 from rabbitish.engine.errors import AMQPError, log_unexpected
 from rabbitish.engine.node import Node
-from rabbitish.engine.sessions import BufferedOutput, ConnectionView
+from rabbitish.engine.sessions import BufferedOutput, ConnectionView, SocketStats
 from rabbitish.engine.vhost import VirtualHost
 
 log = logging.getLogger("rabbitish.amqp10")
@@ -99,6 +99,10 @@ class ConnectionClosed(Exception):
 
 
 class Connection10(BufferedOutput):
+    """Protocol state of one AMQP 1.0 connection (the broker's `FrontEndConnection`)."""
+
+    protocol = "AMQP 1-0"
+
     def __init__(
         self,
         node: Node,
@@ -122,6 +126,7 @@ class Connection10(BufferedOutput):
         self.user: str | None = None
         self.auth_mechanism = ""
         self.peer_info = Peer()  # set by the I/O layer before start(): address, TLS client cert
+        self.socket = SocketStats()  # replaced by the I/O layer's, which it keeps counting
         self.authorize: Authorize | None = None  # the user's permission check, once open
         self.vhost: VirtualHost | None = None
         self.sessions: dict[int, Session] = {}  # by our channel number
@@ -426,6 +431,10 @@ class Connection10(BufferedOutput):
         self.state = State.CLOSE_SENT
         self.should_close = True
 
+    def idle_timed_out(self) -> None:
+        """The peer sent nothing for our whole idle-time-out: close as the spec says."""
+        self._error("amqp:resource-limit-exceeded", "local-idle-timeout expired")
+
     def server_close(self, reply_code: int, text: str) -> None:
         """Broker-initiated close (management API, shutdown): connection:forced."""
         if self.state is State.OPENED and not self.should_close:
@@ -459,7 +468,7 @@ class Connection10(BufferedOutput):
 
     def view(self) -> ConnectionView:
         return ConnectionView(
-            protocol="AMQP 1-0",
+            protocol=self.protocol,
             user=self.user,
             vhost=self.vhost.name if self.vhost is not None else None,
             peer=self.peer,

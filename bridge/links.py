@@ -23,6 +23,8 @@ from rabbitish.bridge.codec.definitions import (
     Modified,
     Rejected,
     Released,
+    Source,
+    Target,
     TransactionalState,
     Transfer,
 )
@@ -50,6 +52,7 @@ class ReceivingLink:
     together (aborted ones dropped); each whole message goes to `received`."""
 
     credit_batch = CREDIT
+    coordinator = False  # a transaction coordinator's control link (bridge/transactions.py)
 
     def __init__(self, session: Session, attach: Attach) -> None:
         self.session = session
@@ -96,7 +99,7 @@ class IncomingLink(ReceivingLink):
     def __init__(self, session: Session, attach: Attach) -> None:
         super().__init__(session, attach)
         target = attach.target
-        self.address = parse_address(getattr(target, "address", None), sending=True)
+        self.address = parse_address(terminus_address(target), sending=True)
         vhost = session.conn.vhost
         assert vhost is not None
         self.vhost: VirtualHost = vhost
@@ -150,9 +153,11 @@ class OutgoingLink(Consumer):
         "wire_settled",
     )
 
+    session: Session  # the consumer's ConsumerSession is the 1.0 session itself
+
     def __init__(self, session: Session, attach: Attach) -> None:
         source = attach.source
-        address = parse_address(getattr(source, "address", None), sending=False)
+        address = parse_address(terminus_address(source), sending=False)
         vhost = session.conn.vhost
         assert vhost is not None
         authorize = session.conn.authorize
@@ -164,7 +169,7 @@ class OutgoingLink(Consumer):
             authorize("read", "queue", queue.name)
         settled = attach.snd_settle_mode == SETTLED
         super().__init__(queue, str(attach.name), settled_on_delivery=settled)
-        self.session = session  # also the consumer's SessionRef (connection, number, user)
+        self.session = session  # also the consumer's ConsumerSession (connection, number, user)
         self.handle = int(attach.handle)
         self.delivery_count = 0
         self.link_credit = 0
@@ -243,10 +248,21 @@ class OutgoingLink(Consumer):
         self.queue.remove_consumer(self)
 
 
+# Every kind of link a session holds by handle: the client sends on a receiving one (publishing,
+# or a coordinator's control link), receives on an outgoing one.
+Link = ReceivingLink | OutgoingLink
+
+
+def terminus_address(terminus: Any) -> Any:
+    """The address an attach's source or target names (None for none, or for a terminus of
+    another kind, such as a transaction coordinator)."""
+    return terminus.address if isinstance(terminus, Source | Target) else None
+
+
 def _durable(terminus: Any) -> bool:
     """RabbitMQ 3.x declares a durable queue for a terminus durable in configuration or
     unsettled-state, a transient one for none (the default)."""
-    return bool(getattr(terminus, "durable", 0) or 0)
+    return isinstance(terminus, Source | Target) and bool(terminus.durable or 0)
 
 
 def _ensure_queue(

@@ -73,14 +73,14 @@ class Session:
         self.incoming_window = WINDOW
         self.remote_outgoing_window = int(begin.outgoing_window)
         self.handle_max = min(HANDLE_MAX, int(begin.handle_max or HANDLE_MAX))
-        self.links: dict[int, Any] = {}  # the peer's handle -> link
+        self.links: dict[int, links.Link] = {}  # the peer's handle -> link
         self.unsettled: dict[int, tuple[links.OutgoingLink, Delivery]] = {}  # by delivery-id
         self.next_delivery_id = 0
         self.held: list[bytes] = []  # transfer frames waiting for the peer's incoming window
         self.ended = False
         self._accepted: list[int] = []  # incoming delivery ids to accept at the next flush
 
-    # The consumer-facing SessionRef shape (management's channel_details of 1.0 receivers).
+    # The engine's ConsumerSession (management's channel_details of 1.0 receivers).
     @property
     def connection(self) -> Connection10:
         return self.conn
@@ -176,7 +176,7 @@ class Session:
         # (`_refuse` is the spec's link-level refusal, which RabbitMQ 4.x uses).
         try:
             if attach.role == links.ROLE_SENDER and isinstance(attach.target, Coordinator):
-                link: Any = txns.CoordinatorLink(self, attach)
+                link: links.Link = txns.CoordinatorLink(self, attach)
             elif attach.role == links.ROLE_SENDER:
                 link = links.IncomingLink(self, attach)
             else:
@@ -196,11 +196,11 @@ class Session:
                 snd_settle_mode=attach.snd_settle_mode,
                 rcv_settle_mode=attach.rcv_settle_mode,
                 source=attach.source,
-                target=getattr(link, "target", attach.target),
+                target=link.target if isinstance(link, txns.CoordinatorLink) else attach.target,
                 initial_delivery_count=UInt(0) if we_send else None,
             ),
         )
-        if we_send:
+        if isinstance(link, links.OutgoingLink):
             link.start()
         else:
             link.grant()
@@ -214,14 +214,14 @@ class Session:
         error = Error(condition=Symbol(condition), description=description or None)
         self.conn.send(self.channel, Detach(handle=UInt(handle), closed=True, error=error))
 
-    def link_lost(self, link: Any, condition: str, description: str) -> None:
+    def link_lost(self, link: links.Link, condition: str, description: str) -> None:
         """The broker ends a link (its queue went away)."""
         if self.links.get(link.handle) is not link:
             return
         del self.links[link.handle]
         self._send_detach_error(link, condition, description)
 
-    def detach_link(self, link: Any, condition: str, description: str) -> None:
+    def detach_link(self, link: links.Link, condition: str, description: str) -> None:
         """The broker ends a link with an error: what it holds is given back first (a control
         link's transactions roll back, a receiver's unsettled deliveries go back in place)."""
         if self.links.get(link.handle) is not link:
@@ -230,7 +230,7 @@ class Session:
         self._release_link(link)
         self._send_detach_error(link, condition, description)
 
-    def _send_detach_error(self, link: Any, condition: str, description: str) -> None:
+    def _send_detach_error(self, link: links.Link, condition: str, description: str) -> None:
         error = Error(condition=Symbol(condition), description=description or None)
         self.conn.send(self.channel, Detach(handle=UInt(link.handle), closed=True, error=error))
 
@@ -418,7 +418,7 @@ class Session:
         self._release_link(link)
         self.conn.send(self.channel, Detach(handle=UInt(handle), closed=detach.closed))
 
-    def _release_link(self, link: Any) -> None:
+    def _release_link(self, link: links.Link) -> None:
         link.teardown()
         if isinstance(link, links.OutgoingLink):
             mine = [d for d, (lnk, _) in self.unsettled.items() if lnk is link]

@@ -30,6 +30,7 @@ from rabbitish.bridge.codec.definitions import (
     Discharge,
     Error,
     Rejected,
+    TransactionalState,
     Transfer,
 )
 from rabbitish.bridge.links import ReceivingLink, outcome_of
@@ -149,7 +150,7 @@ class TransactionTable:
         """A transfer of this transaction has frames still to come."""
         for session in self.conn.sessions.values():
             for link in session.links.values():
-                first = getattr(link, "pending_transfer", None)
+                first = link.pending_transfer if isinstance(link, ReceivingLink) else None
                 if first is not None and _txn_of(first.state) == declared.txn_id:
                     return True
         return False
@@ -201,7 +202,10 @@ class TransactionTable:
 
 
 def _txn_of(state: Any) -> bytes | None:
-    txn_id = getattr(state, "txn_id", None)
+    """The transaction a transfer's state names, if it names one."""
+    if not isinstance(state, TransactionalState):
+        return None
+    txn_id = state.txn_id
     return bytes(txn_id) if isinstance(txn_id, bytes | memoryview) else None
 
 

@@ -1,48 +1,49 @@
-"""Management's view of AMQP 1.0 links (`LinkView`), read off any link object a session holds:
-incoming and outgoing links, and whatever other kinds (a transaction coordinator) provide a
-`handle` and, when they have them, the attach they answered, a name, credit and counts."""
+"""Management's view of AMQP 1.0 links (`LinkView`): incoming links (publishing, or a
+transaction coordinator's control link) and outgoing ones, read through their own attributes
+and the attach they answered."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from rabbitish.bridge import links
 from rabbitish.bridge.addresses import Address, LinkError, parse_address
+from rabbitish.bridge.links import Link, OutgoingLink, terminus_address
 
 from rabbitish.engine.sessions import LinkView
 
 SETTLE_MODES = {0: "unsettled", 1: "settled", 2: "mixed"}  # sender-settle-mode; absent: mixed
 
 
-def link_view(link: Any) -> LinkView:
-    """The neutral view of one link; attributes a kind of link lacks read as empty."""
-    attach = getattr(link, "attach", None)
-    outgoing = isinstance(link, links.OutgoingLink)
-    coordinator = bool(getattr(link, "coordinator", False))
-    terminus = getattr(attach, "source" if outgoing else "target", None)
-    address = None if coordinator else getattr(terminus, "address", None)
-    parsed = _parsed(address, sending=not outgoing)
+def link_view(link: Link) -> LinkView:
+    """The neutral view of one link."""
+    attach = link.attach
     queue: str | None
-    if outgoing:
+    if isinstance(link, OutgoingLink):
+        address = terminus_address(attach.source)
+        parsed = _parsed(address, sending=False)
         queue = link.queue.name
         exchange = parsed.exchange if parsed is not None and parsed.queue is None else None
         credit = link.link_credit  # not `credit`, which also reports output back-pressure
+        role, coordinator, unsettled = "sender", False, link.unsettled
     else:
+        coordinator = link.coordinator
+        address = None if coordinator else terminus_address(attach.target)
+        parsed = _parsed(address, sending=True)
         queue = parsed.queue if parsed is not None else None
         exchange = parsed.exchange if parsed is not None else None
-        credit = getattr(link, "credit", 0)
-    mode = getattr(attach, "snd_settle_mode", None)
-    name = getattr(attach, "name", None) or getattr(link, "name", None)
+        credit = link.credit
+        role, unsettled = "receiver", 0
+    mode = attach.snd_settle_mode
     return LinkView(
-        name=str(name) if name is not None else "",
+        name=str(attach.name),
         handle=int(link.handle),
-        role="sender" if outgoing else "receiver",
+        role=role,
         address=str(address) if address is not None else None,
         queue=queue,
         exchange=exchange,
         credit=int(credit),
-        delivery_count=int(getattr(link, "delivery_count", 0)),
-        unsettled=int(getattr(link, "unsettled", 0)),
+        delivery_count=int(link.delivery_count),
+        unsettled=int(unsettled),
         settle_mode=SETTLE_MODES.get(int(mode) if mode is not None else 2, "mixed"),
         coordinator=coordinator,
     )

@@ -7,6 +7,7 @@ from __future__ import annotations
 import base64
 import json
 import socket
+import ssl
 import urllib.error
 import urllib.request
 from typing import Any
@@ -82,7 +83,8 @@ class Client:
                 raise CliError(f"no {missing}") from None
             raise failure from None
         except (urllib.error.URLError, OSError) as err:
-            reason = getattr(err, "reason", err)
+            # URLError and ssl's errors say why in `reason`; other OSErrors are the reason.
+            reason = err.reason if isinstance(err, urllib.error.URLError | ssl.SSLError) else err
             if isinstance(reason, socket.timeout | TimeoutError):
                 reason = "timed out"
             elif isinstance(reason, OSError) and reason.strerror:

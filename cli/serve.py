@@ -199,7 +199,7 @@ async def serve(config: Config, selector: BusyWaitSelector | None = None) -> int
         config.data_dir,
         management,
     )
-    prometheus = getattr(broker.management, "prometheus_port", None)
+    prometheus = broker.management.prometheus_port if broker.management is not None else None
     if prometheus:
         log.info("Prometheus metrics on http://%s:%s/metrics", config.host, prometheus)
     await stop.wait()

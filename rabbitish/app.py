@@ -12,7 +12,7 @@ import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 from rabbitish.config import Config
@@ -21,6 +21,10 @@ from rabbitish.engine.node import Node
 from rabbitish.protocol.codec import CODEC
 from rabbitish.server.listener import HeaderSniffer
 from rabbitish.server.scheduler import LoopScheduler
+from rabbitish.server.socket_protocol import ClientSocket
+
+if TYPE_CHECKING:
+    from rabbitish.management.server import ManagementServer
 
 log = logging.getLogger("rabbitish")
 
@@ -46,11 +50,11 @@ class Broker:
         self.tls_port: int | None = None  # the AMQP TLS listener's port when it runs
         # Socket-level connections: a HeaderSniffer until the protocol header chose a front end,
         # then that front end's protocol (server.connection.AmqpServerProtocol for 0-9-1).
-        self._connections: set[Any] = set()
+        self._connections: set[ClientSocket] = set()
         self.port: int | None = None
         self.journal: Any = None  # the store's journal when data_dir is not :memory:
         self.recovery: Any = None
-        self.management: Any = None  # the management API server when it runs
+        self.management: ManagementServer | None = None  # when the API runs
         self.management_port: int | None = None
         self.resources: Any = None  # engine.resources.ResourceMonitor once started
         self.spill: Any = None  # store.spill.SpillStore once started
@@ -137,7 +141,7 @@ class Broker:
         await self._server.start_serving()
 
     async def _start_tls(
-        self, node: Node, config: Config, registry: set[Any], context: ssl.SSLContext
+        self, node: Node, config: Config, registry: set[ClientSocket], context: ssl.SSLContext
     ) -> None:
         """The TLS listener: the same protocol sniffing as the plain one (0-9-1 and 1.0),
         behind the ssl module; a client certificate shows up as the peer's CN (EXTERNAL)."""
@@ -194,9 +198,7 @@ class Broker:
     def _alarms_changed(self) -> None:
         """Tell every connection; front ends that block publishers act on it."""
         for proto in list(self._connections):
-            changed = getattr(proto, "alarms_changed", None)
-            if changed is not None:
-                changed()
+            proto.alarms_changed()
 
     async def start_management(self, port: int = 0) -> int:
         """Serve the management HTTP API on `port` (0: any free port); returns the port."""
@@ -204,11 +206,10 @@ class Broker:
             from rabbitish.management import start_management
 
             assert self.node is not None and self.port is not None
-            self.management = await start_management(
-                self.node, self.config, self._connections, self.port, port
-            )
+            self.management = await start_management(self.node, self.config, self.port, port)
             self.management_port = self.management.port
             self.management.api.tls_port = self.tls_port
+        assert self.management.port is not None  # bound by start_management
         return self.management.port
 
     async def stop(self, grace: float = 1.0) -> None:

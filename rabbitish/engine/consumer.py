@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from rabbitish.engine.delivery import Delivery
     from rabbitish.engine.queue import Queue
-    from rabbitish.engine.sessions import SessionRef
+    from rabbitish.engine.sessions import ConsumerSession
 
 UNLIMITED = 1 << 62
 
@@ -36,7 +36,7 @@ class Consumer:
         settled_on_delivery: bool = False,
         exclusive: bool = False,
         arguments: dict[str, Any] | None = None,
-        session: SessionRef | None = None,
+        session: ConsumerSession | None = None,
         prefetch: int = 0,
     ) -> None:
         self.queue = queue

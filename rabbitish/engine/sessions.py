@@ -1,6 +1,9 @@
-"""The neutral view of client connections and their sessions (0-9-1 channels, 1.0 sessions) that
-every front end provides, so the management API and the CLI read one shape whatever protocol a
-client speaks, and never reach into a front end's own objects."""
+"""The typed contract between the front ends and the rest of the broker. Every client
+connection, whatever protocol it speaks, is a `FrontEndConnection`: who it is (user, vhost,
+protocol), where it comes from and what went through its socket (`SocketStats`), its sessions
+(0-9-1 channels, 1.0 sessions) and their links as neutral views, and how the broker closes it.
+The node keeps them (`Node.connections`); the management API, the CLI (through it) and the
+metrics read only this, never a front end's own objects."""
 
 from __future__ import annotations
 
@@ -66,21 +69,62 @@ class ConnectionView:
     auth_mechanism: str = ""  # the SASL mechanism the client logged in with
 
 
+@dataclass(slots=True)
+class SocketStats:
+    """What the I/O layer knows of one connection's socket: both ends' addresses, when the
+    front end took it, and what went through it. The I/O layer fills it in and counts (one
+    add per read or write batch, which the heartbeat checks also use); management reads it.
+    A connection without a socket (sans-IO use) keeps the empty one it starts with."""
+
+    peer_host: str = ""
+    peer_port: int = 0
+    host: str = ""  # our end: the listener's address and port
+    port: int = 0
+    connected_at: int | None = None  # milliseconds since the epoch
+    recv_oct: int = 0  # bytes read
+    recv_cnt: int = 0  # reads (data_received calls)
+    send_oct: int = 0  # bytes written
+    send_cnt: int = 0  # writes (one per flush that had output)
+
+
 class FrontEndConnection(Protocol):
-    """What a front end's connection object offers the node (it is kept in `Node.connections`)."""
+    """What a front end's connection offers the rest of the broker (it is kept in
+    `Node.connections` while open). Both the 0-9-1 and the AMQP 1.0 connection implement it."""
 
-    vhost: VirtualHost | None
+    # As RabbitMQ's management API names it: "AMQP 0-9-1", "AMQP 1-0".
+    protocol: str
+    user: str | None  # once logged in
+    vhost: VirtualHost | None  # once open
+    socket: SocketStats
 
-    def view(self) -> ConnectionView: ...
+    def view(self) -> ConnectionView:
+        """Its state now, with its sessions (channels) and their links."""
+        ...
 
     def server_close(self, reply_code: int, text: str) -> None:
-        """Close from the broker's side (management API, shutdown)."""
+        """Close from the broker's side (management API, a deleted vhost or user): the client
+        is told why; the I/O layer writes it on its next turn."""
         ...
+
+
+class ConsumerSession(Protocol):
+    """Which connection and session (0-9-1 channel, 1.0 session) a consumer belongs to, as
+    management names its channel: a 0-9-1 consumer holds a `SessionRef`, a 1.0 outgoing link
+    its session."""
+
+    @property
+    def connection(self) -> FrontEndConnection: ...
+
+    @property
+    def number(self) -> int: ...
+
+    @property
+    def user(self) -> str | None: ...
 
 
 @dataclass(frozen=True)
 class SessionRef:
-    """Which connection and session a consumer belongs to."""
+    """A 0-9-1 consumer's `ConsumerSession`: its channel's connection and number."""
 
     connection: FrontEndConnection
     number: int

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from rabbitish.config import Config
@@ -15,17 +15,17 @@ if TYPE_CHECKING:
 
 
 async def start_management(
-    node: Node, config: Config, protocols: Any, amqp_port: int, port: int
+    node: Node, config: Config, amqp_port: int, port: int
 ) -> ManagementServer:
     """Serve the API on `config.host`:`port` (0: any free port); raises OSError when the port
-    cannot be bound."""
+    cannot be bound. Client connections are read from `node.connections`."""
     loop = asyncio.get_running_loop()
     server_module = await loop.run_in_executor(
         None, importlib.import_module, "rabbitish.management.server"
     )
     from rabbitish.management.api import Api
 
-    server = server_module.ManagementServer(Api(node, config, protocols, amqp_port))
+    server = server_module.ManagementServer(Api(node, config, amqp_port))
     context = None
     if config.management_tls:
         from rabbitish.tls import server_context

@@ -29,8 +29,8 @@ class Api(ClientsApi):
     """Every resource: the client-side ones (connections, channels, links, transactions) come
     from `ClientsApi`."""
 
-    def __init__(self, node: Node, config: Config, protocols: Any, amqp_port: int) -> None:
-        super().__init__(node, config, protocols, amqp_port)
+    def __init__(self, node: Node, config: Config, amqp_port: int) -> None:
+        super().__init__(node, config, amqp_port)
         self.http_port = 0
         self.tls_port: int | None = None  # the AMQP TLS listener's, when it runs
 

@@ -28,10 +28,9 @@ AMQP_1_0 = "AMQP 1-0"  # the protocol name RabbitMQ's API gives 1.0 connections
 
 
 class ClientsApi:
-    def __init__(self, node: Node, config: Config, protocols: Any, amqp_port: int) -> None:
+    def __init__(self, node: Node, config: Config, amqp_port: int) -> None:
         self.node = node
         self.config = config
-        self.protocols = protocols  # the broker's socket-level connections
         self.amqp_port = amqp_port
         self.rates = Rates()
 
@@ -61,31 +60,40 @@ class ClientsApi:
             ):
                 yield conn
 
+    def _endpoint(self, conn: FrontEndConnection) -> sessions.Endpoint:
+        return sessions.endpoint_of(conn, self.amqp_port)
+
     def _endpoints(self) -> dict[int, sessions.Endpoint]:
-        return sessions.endpoints(self.protocols, self.amqp_port)
+        """id(connection) -> its Endpoint, for every open connection: how the owners of
+        exclusive queues and consumers' connections are named."""
+        return {id(conn): self._endpoint(conn) for conn in list(self.node.connections)}
 
     def _views(
         self, user: User, vhost: str | None = None
     ) -> list[tuple[ConnectionView, sessions.Endpoint]]:
-        known = self._endpoints()
-        return [(c.view(), sessions.endpoint_of(c, known)) for c in self._connections(user, vhost)]
+        return [(c.view(), self._endpoint(c)) for c in self._connections(user, vhost)]
 
-    def _owner(self, queue: Queue, known: dict[int, sessions.Endpoint]) -> dict[str, Any] | None:
-        if queue.exclusive_owner is None:
+    @staticmethod
+    def _owner(queue: Queue, known: dict[int, sessions.Endpoint]) -> dict[str, Any] | None:
+        # The owner is one of the open connections (its exclusive queues go when it closes).
+        owner = queue.exclusive_owner
+        endpoint = known.get(id(owner)) if owner is not None else None
+        if endpoint is None:
             return None
-        endpoint = sessions.endpoint_of(queue.exclusive_owner, known)
         return {
             "name": endpoint.name,
             "peer_host": endpoint.peer_host,
             "peer_port": endpoint.peer_port,
         }
 
-    @staticmethod
     def _consumer_endpoint(
-        consumer: Consumer, known: dict[int, sessions.Endpoint]
+        self, consumer: Consumer, known: dict[int, sessions.Endpoint]
     ) -> sessions.Endpoint | None:
         session = consumer.session
-        return sessions.endpoint_of(session.connection, known) if session is not None else None
+        if session is None:
+            return None
+        endpoint = known.get(id(session.connection))
+        return endpoint if endpoint is not None else self._endpoint(session.connection)
 
     # ------------------------------------------------------------------ connections
     def list_connections(self, user: User, vhost: str | None = None) -> list[dict[str, Any]]:
@@ -97,25 +105,18 @@ class ClientsApi:
         return sorted(found, key=lambda c: c["name"])
 
     def _connection(self, user: User, name: str) -> FrontEndConnection:
-        known = self._endpoints()
         for conn in self._connections(user):
-            if sessions.endpoint_of(conn, known).name == name:
+            if self._endpoint(conn).name == name:
                 return conn
         raise not_found()
 
     def get_connection(self, user: User, name: str) -> dict[str, Any]:
         conn = self._connection(user, name)
-        endpoint = sessions.endpoint_of(conn, self._endpoints())
-        return sessions.connection_json(conn.view(), endpoint, self.rates)
+        return sessions.connection_json(conn.view(), self._endpoint(conn), self.rates)
 
     def close_connection(self, user: User, name: str, reason: str | None) -> None:
         """Close with 320 CONNECTION_FORCED, as RabbitMQ does (text from the X-Reason header)."""
-        conn = self._connection(user, name)
-        for proto in list(self.protocols):
-            if getattr(proto, "conn", None) is conn:
-                proto.force_close(320, reason or CLOSED_VIA_API)
-                return
-        conn.server_close(320, reason or CLOSED_VIA_API)
+        self._connection(user, name).server_close(320, reason or CLOSED_VIA_API)
 
     def connection_sessions(self, user: User, name: str) -> list[dict[str, Any]]:
         """RabbitMQ 4.x's `/api/connections/{name}/sessions`: a 1.0 connection's sessions and
@@ -134,7 +135,7 @@ class ClientsApi:
             self.vhost(user, vhost)
         if connection is not None:
             conn = self._connection(user, connection)
-            views = [(conn.view(), sessions.endpoint_of(conn, self._endpoints()))]
+            views = [(conn.view(), self._endpoint(conn))]
         else:
             views = self._views(user, vhost)
         found = [

@@ -10,7 +10,7 @@ import json
 import logging
 import ssl
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 from aiohttp import web
@@ -21,6 +21,9 @@ from rabbitish.management.access import AccessApi, admin_only
 from rabbitish.management.api import Api
 from rabbitish.management.errors import NOT_FOUND_BODY, ApiError, bad_request
 from rabbitish.management.format import NODE
+
+if TYPE_CHECKING:
+    from rabbitish.engine.sessions import FrontEndConnection
 
 log = logging.getLogger("rabbitish.management")
 
@@ -257,7 +260,7 @@ class ManagementServer:
             name = info["vhost"]
             access.delete_vhost(name)
             self._close_connections(
-                lambda conn: getattr(getattr(conn, "vhost", None), "name", None) == name,
+                lambda conn: conn.vhost is not None and conn.vhost.name == name,
                 f"vhost '{name}' is deleted",
             )
 
@@ -269,17 +272,14 @@ class ManagementServer:
         def delete(info: Any, body: dict[str, Any]) -> None:
             name = info["user"]
             access.delete_user(name)
-            self._close_connections(
-                lambda conn: getattr(conn, "user", None) == name, f"user '{name}' is deleted"
-            )
+            self._close_connections(lambda conn: conn.user == name, f"user '{name}' is deleted")
 
         return delete
 
-    def _close_connections(self, match: Callable[[Any], bool], text: str) -> None:
-        for proto in list(self.api.protocols):
-            conn = getattr(proto, "conn", None)
-            if conn is not None and match(conn):
-                proto.force_close(320, text)
+    def _close_connections(self, match: Callable[[FrontEndConnection], bool], text: str) -> None:
+        for conn in list(self.api.node.connections):
+            if match(conn):
+                conn.server_close(320, text)
 
     # ------------------------------------------------------------------ handler factories
     def _alarm_check(self, where: str) -> Handler:
@@ -391,9 +391,7 @@ async def _serve(
     except OSError:
         await runner.cleanup()
         raise
-    server = site._server
-    assert server is not None and server.sockets  # type: ignore[attr-defined]
-    return runner, server.sockets[0].getsockname()[1]  # type: ignore[attr-defined]
+    return runner, runner.addresses[0][1]
 
 
 def _binding_path(info: Any) -> tuple[str, str, str, str]:

@@ -3,7 +3,6 @@ follow RabbitMQ ("127.0.0.1:54321 -> 127.0.0.1:5672"); channels are "<connection
 
 from __future__ import annotations
 
-import ast
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -13,7 +12,12 @@ from rabbitish.management.stats import details, with_details
 
 if TYPE_CHECKING:
     from rabbitish.engine.consumer import Consumer
-    from rabbitish.engine.sessions import ConnectionView, LinkView, SessionView
+    from rabbitish.engine.sessions import (
+        ConnectionView,
+        FrontEndConnection,
+        LinkView,
+        SessionView,
+    )
     from rabbitish.engine.transactions import Transaction
 
 
@@ -32,55 +36,27 @@ class Endpoint:
     send_oct: int = 0
     send_cnt: int = 0
     connected_at: int | None = None
-    owner: Any = None  # the socket-level protocol object (the key its rates are kept under)
+    owner: FrontEndConnection | None = None  # the connection (the key its rates are kept under)
 
 
-def _address(value: Any) -> tuple[str, int]:
-    if isinstance(value, str):  # the protocol keeps str(peername)
-        try:
-            value = ast.literal_eval(value)
-        except (ValueError, SyntaxError):
-            return value, 0
-    if isinstance(value, tuple) and len(value) >= 2:
-        return str(value[0]), int(value[1])
-    return "", 0
-
-
-def endpoints(protocols: Any, fallback_port: int) -> dict[int, Endpoint]:
-    """id(protocol Connection) -> its Endpoint, from the broker's socket-level connections."""
-    found: dict[int, Endpoint] = {}
-    for proto in list(protocols):
-        conn = getattr(proto, "conn", None)
-        transport = getattr(proto, "transport", None)
-        if conn is None:
-            continue
-        peer = _address(transport.get_extra_info("peername") if transport else conn.peer)
-        local = _address(transport.get_extra_info("sockname") if transport else None)
-        if not local[1]:
-            local = ("127.0.0.1", fallback_port)
-        name = f"{peer[0]}:{peer[1]} -> {local[0]}:{local[1]}"
-        found[id(conn)] = Endpoint(
-            name,
-            peer[0],
-            peer[1],
-            local[0],
-            local[1],
-            getattr(proto, "recv_oct", 0),
-            getattr(proto, "_reads", 0),
-            getattr(proto, "send_oct", 0),
-            getattr(proto, "_writes", 0),
-            getattr(proto, "connected_at", None),
-            proto,
-        )
-    return found
-
-
-def endpoint_of(conn: Any, known: dict[int, Endpoint]) -> Endpoint:
-    endpoint = known.get(id(conn))
-    if endpoint is None:
-        host, port = _address(getattr(conn, "peer", ""))
-        endpoint = Endpoint(f"{host}:{port}", host, port, "", 0)
-    return endpoint
+def endpoint_of(conn: FrontEndConnection, amqp_port: int) -> Endpoint:
+    """Where `conn` comes from and arrives at, with its socket's statistics now; a socket whose
+    own address has no port is named after the AMQP listener's."""
+    socket = conn.socket
+    host, port = (socket.host, socket.port) if socket.port else ("127.0.0.1", amqp_port)
+    return Endpoint(
+        f"{socket.peer_host}:{socket.peer_port} -> {host}:{port}",
+        socket.peer_host,
+        socket.peer_port,
+        host,
+        port,
+        socket.recv_oct,
+        socket.recv_cnt,
+        socket.send_oct,
+        socket.send_cnt,
+        socket.connected_at,
+        conn,
+    )
 
 
 def connection_json(view: ConnectionView, endpoint: Endpoint, rates: Rates) -> dict[str, Any]:

@@ -35,7 +35,7 @@ from rabbitish.engine.errors import (
     log_unexpected,
 )
 from rabbitish.engine.node import Node
-from rabbitish.engine.sessions import BufferedOutput, ConnectionView
+from rabbitish.engine.sessions import BufferedOutput, ConnectionView, SocketStats
 from rabbitish.engine.vhost import VirtualHost
 from rabbitish.protocol import sasl
 from rabbitish.protocol.channel import Channel
@@ -97,7 +97,9 @@ SILENT_CLOSE_DELAY = 3.0  # RabbitMQ's wait before closing after a refused hands
 
 
 class Connection(BufferedOutput):
-    """Protocol state of one client connection."""
+    """Protocol state of one client connection (the broker's `FrontEndConnection`)."""
+
+    protocol = "AMQP 0-9-1"
 
     def __init__(
         self,
@@ -125,6 +127,7 @@ class Connection(BufferedOutput):
         self.vhost: VirtualHost | None = None
         self.user: str | None = None
         self.peer_info = Peer()  # set by the I/O layer before start(): address, TLS client cert
+        self.socket = SocketStats()  # replaced by the I/O layer's, which it keeps counting
         self.authorize: Authorize | None = None  # the user's permission check, once open
         self.client_properties: dict[str, Any] = {}
         self.capabilities: dict[str, Any] = {}
@@ -446,7 +449,7 @@ class Connection(BufferedOutput):
 
     def view(self) -> ConnectionView:
         return ConnectionView(
-            protocol="AMQP 0-9-1",
+            protocol=self.protocol,
             user=self.user,
             vhost=self.vhost.name if self.vhost is not None else None,
             peer=self.peer,

@@ -13,7 +13,7 @@ import logging
 from rabbitish.bridge.connection import Connection10, State
 from rabbitish.config import Config
 from rabbitish.engine.node import Node
-from rabbitish.server.socket_protocol import SocketProtocol
+from rabbitish.server.socket_protocol import ClientSocket, SocketProtocol
 
 log = logging.getLogger("rabbitish.amqp10")
 
@@ -23,7 +23,7 @@ class Amqp10ServerProtocol(SocketProtocol):
 
     conn: Connection10 | None
 
-    def __init__(self, node: Node, config: Config, registry: set) -> None:
+    def __init__(self, node: Node, config: Config, registry: set[ClientSocket]) -> None:
         super().__init__(node, config, registry)
         self._read_at_check = self._sent_at_check = -1
         self._opened = False
@@ -36,8 +36,9 @@ class Amqp10ServerProtocol(SocketProtocol):
         self._after_input(conn)
 
     def data_received(self, data: bytes) -> None:
-        self._reads += 1
-        self.recv_oct += len(data)
+        stats = self.stats
+        stats.recv_cnt += 1
+        stats.recv_oct += len(data)
         conn = self.conn
         assert conn is not None
         self._receive(conn, data)
@@ -88,7 +89,7 @@ class Amqp10ServerProtocol(SocketProtocol):
             return
         if self._reads == self._read_at_check and not self._blocked:  # blocked: we stopped reading
             log.warning("AMQP 1.0 client %s idle for %s ms", conn.peer, conn.idle_timeout_ms)
-            conn._error("amqp:resource-limit-exceeded", "local-idle-timeout expired")
+            conn.idle_timed_out()
             self._flush()
             return
         self._read_at_check = self._reads

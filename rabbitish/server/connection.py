@@ -26,7 +26,7 @@ from rabbitish.config import Config
 from rabbitish.engine.node import Node
 from rabbitish.protocol.connection import SILENT_CLOSE_DELAY, Connection
 from rabbitish.protocol.states import TUNED_STATES, ConnectionState
-from rabbitish.server.socket_protocol import SocketProtocol
+from rabbitish.server.socket_protocol import ClientSocket, SocketProtocol
 
 log = logging.getLogger("rabbitish.connection")
 
@@ -41,7 +41,7 @@ class AmqpServerProtocol(SocketProtocol):
 
     conn: Connection | None
 
-    def __init__(self, node: Node, config: Config, registry: set[AmqpServerProtocol]) -> None:
+    def __init__(self, node: Node, config: Config, registry: set[ClientSocket]) -> None:
         super().__init__(node, config, registry)
         self._tuned = False
         self._open = False
@@ -61,8 +61,9 @@ class AmqpServerProtocol(SocketProtocol):
         self._after_input(conn)
 
     def data_received(self, data: bytes) -> None:
-        self._reads += 1
-        self.recv_oct += len(data)
+        stats = self.stats
+        stats.recv_cnt += 1
+        stats.recv_oct += len(data)
         if self._discard_input:
             return
         conn = self.conn

@@ -14,12 +14,13 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Mapping
-from typing import Any, Protocol, cast
+from typing import Protocol, cast
 
 from rabbitish.config import Config
 from rabbitish.engine.node import Node
 from rabbitish.protocol.framing import PROTOCOL_HEADER, PROTOCOL_HEADER_0_9
 from rabbitish.server.connection import AmqpServerProtocol
+from rabbitish.server.socket_protocol import ClientSocket
 
 log = logging.getLogger("rabbitish.connection")
 
@@ -40,10 +41,12 @@ class FrontEndProtocol(Protocol):
 
 
 class FrontEnd(Protocol):
-    def __call__(self, node: Node, config: Config, registry: set[Any]) -> FrontEndProtocol: ...
+    def __call__(
+        self, node: Node, config: Config, registry: set[ClientSocket]
+    ) -> FrontEndProtocol: ...
 
 
-def amqp10_front_end(node: Node, config: Config, registry: set[Any]) -> FrontEndProtocol:
+def amqp10_front_end(node: Node, config: Config, registry: set[ClientSocket]) -> FrontEndProtocol:
     """The AMQP 1.0 bridge, imported on the first 1.0 connection: its type tables are built
     from the spec XML at import, which a broker that only ever sees 0-9-1 need not wait for."""
     from rabbitish.server.amqp10 import Amqp10ServerProtocol
@@ -69,13 +72,11 @@ class HeaderSniffer(asyncio.Protocol):
     """A fresh socket until its protocol header is in. Lives in the broker's registry meanwhile
     (as a connection without a protocol Connection), so shutdown closes it too."""
 
-    conn = None  # no protocol Connection yet (the management API skips such entries)
-
     def __init__(
         self,
         node: Node,
         config: Config,
-        registry: set[Any],
+        registry: set[ClientSocket],
         front_ends: Mapping[bytes, FrontEnd] = FRONT_ENDS,
     ) -> None:
         self.node = node
@@ -116,6 +117,9 @@ class HeaderSniffer(asyncio.Protocol):
         """Broker shutdown before any protocol was chosen: just close."""
         if self.transport is not None:
             self.transport.close()
+
+    def alarms_changed(self) -> None:
+        """Nothing to lift: a socket without a protocol yet publishes nothing."""
 
     def _refuse(self) -> None:
         assert self.transport is not None

@@ -17,11 +17,12 @@ import asyncio
 import ssl
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 
 from rabbitish.config import Config
 from rabbitish.engine.auth import Peer
 from rabbitish.engine.node import Node
+from rabbitish.engine.sessions import SocketStats
 from rabbitish.tls import COMMON_NAME, certificate_user
 
 
@@ -38,6 +39,29 @@ def peer_info(transport: asyncio.BaseTransport, login_from: str = COMMON_NAME) -
     return Peer(str(address), tls=True, cert_auth=cert_auth, cert_user=user)
 
 
+class ClientSocket(Protocol):
+    """One client socket in the broker's registry: a `HeaderSniffer` until its protocol header
+    chose a front end, then that front end's protocol. The broker tells them of alarms and
+    closes them at shutdown."""
+
+    transport: asyncio.Transport | None
+
+    def alarms_changed(self) -> None:
+        """The node's alarms changed: lift a publisher's block once none is left."""
+        ...
+
+    def force_close(self, reply_code: int, text: str) -> None:
+        """Broker shutdown: close, telling the client why if its protocol can."""
+        ...
+
+
+def socket_address(address: object) -> tuple[str, int]:
+    """(host, port) of a TCP socket address (IPv4 or IPv6); ("", 0) for anything else."""
+    if isinstance(address, tuple) and len(address) >= 2:
+        return str(address[0]), int(address[1])
+    return "", 0
+
+
 class SocketWrites:
     """Socket writes by every connection of this process: the busy-waiting selector
     (server/busy_wait.py) polls only after a loop turn that wrote one."""
@@ -46,7 +70,7 @@ class SocketWrites:
 
 
 class SocketProtocol(asyncio.Protocol):
-    def __init__(self, node: Node, config: Config, registry: set[Any]) -> None:
+    def __init__(self, node: Node, config: Config, registry: set[ClientSocket]) -> None:
         self.node = node
         self.config = config
         self.registry = registry
@@ -54,11 +78,9 @@ class SocketProtocol(asyncio.Protocol):
         self.transport: asyncio.Transport | None = None
         self.conn: Any = None  # the front end's sans-IO connection
         self._flush_scheduled = False
-        self._reads = 0  # data_received calls so far, for the idle checks
-        self._writes = 0  # transport writes so far, for the heartbeat send check
-        self.recv_oct = 0  # bytes read and written (management statistics)
-        self.send_oct = 0
-        self.connected_at = int(time.time() * 1000)
+        # Reads, writes and bytes each way: the idle checks and management read them. The
+        # connection is handed this record, so the contract reads what is counted here.
+        self.stats = SocketStats(connected_at=int(time.time() * 1000))
         self._timers: dict[str, asyncio.TimerHandle] = {}
         self._closed = False
         self._blocked = False  # reads paused under an alarm
@@ -74,11 +96,25 @@ class SocketProtocol(asyncio.Protocol):
         start the handshake clock (`deadline`, loop time, counts from the accept)."""
         self.transport = transport
         peer = transport.get_extra_info("peername")
+        stats = self.stats
+        stats.peer_host, stats.peer_port = socket_address(peer)
+        stats.host, stats.port = socket_address(transport.get_extra_info("sockname"))
         self.conn = make_conn(self.node, self.config, peer=str(peer), wake=self._schedule_flush)
         self.conn.peer_info = peer_info(transport, self.config.ssl_cert_login_from)
+        self.conn.socket = stats
         self.registry.add(self)
         self._later("handshake", max(0.0, deadline - self.loop.time()), on_handshake_timeout)
         return self.conn
+
+    @property
+    def _reads(self) -> int:
+        """data_received calls so far, for the idle checks."""
+        return self.stats.recv_cnt
+
+    @property
+    def _writes(self) -> int:
+        """Transport writes so far, for the heartbeat send check."""
+        return self.stats.send_cnt
 
     # ------------------------------------------------------------------ asyncio callbacks
     def eof_received(self) -> bool | None:
@@ -143,6 +179,10 @@ class SocketProtocol(asyncio.Protocol):
     def _unblocked(self, conn: Any) -> None:
         """Tell the client the block is lifted, if it was told of it."""
 
+    def force_close(self, reply_code: int, text: str) -> None:
+        """Broker shutdown: close, telling the client why if its protocol can."""
+        raise NotImplementedError
+
     # ------------------------------------------------------------------ output
     def _schedule_flush(self) -> None:
         if not self._flush_scheduled and not self._closed:
@@ -162,9 +202,10 @@ class SocketProtocol(asyncio.Protocol):
                 transport.write(parts[0])
             else:
                 transport.writelines(parts)
-            self._writes += 1
+            stats = self.stats
+            stats.send_cnt += 1
             SocketWrites.count += 1
-            self.send_oct += size
+            stats.send_oct += size
 
     def _resume_starved(self, conn: Any) -> None:
         """Consumers were held back while output piled up: now it went out, let them go on."""
