@@ -21,9 +21,11 @@ Failed = Callable[[str], None]  # called with the reason the store could not wri
 
 
 class Journal(Protocol):
-    # True while writes fail and the unwritten backlog is at its bound: durable queues then
-    # refuse persistent messages (nacked), so a store that cannot write cannot fill memory.
-    refusing: bool
+    @property
+    def refusing(self) -> bool:
+        """True while writes fail and the unwritten backlog is at its bound: durable queues then
+        refuse persistent messages (nacked), so a store that cannot write cannot fill memory."""
+        ...
 
     def exchange_declared(self, exchange: Exchange, arg_types: dict[str, str]) -> None: ...
 

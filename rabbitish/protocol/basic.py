@@ -75,8 +75,9 @@ def publish(
     message = message_from_properties(exchange_name, routing_key, raw_properties, body, info)
     seq = 0
     if ch.mode == "confirm":
-        ch.publish_seq += 1
-        seq = ch.publish_seq
+        confirms = ch.confirms
+        confirms.published += 1
+        seq = confirms.published
     result = vhost.publish(exchange, routing_key, message, mandatory, ch.tx)
     stats = ch.stats
     stats["publish"] += 1
@@ -85,7 +86,7 @@ def publish(
     if result.returned:
         _return(ch, message)
     if seq:
-        ch.confirm_published(seq, result.accepted)
+        ch.confirms.outcome(seq, result.accepted)
 
 
 def _return(ch: Channel, message: Message) -> None:
@@ -156,11 +157,11 @@ def basic_qos(ch: Channel, method: commands.Basic.Qos, payload: bytes) -> None:
     if method.prefetch_size:
         raise not_implemented(f"prefetch_size!=0 ({method.prefetch_size})")
     if method.global_:
-        ch.limit_global(method.prefetch_count)
+        ch.limiter.limit(method.prefetch_count, len(ch.unacked))
     else:
         # Applies to consumers created from now on and, as in RabbitMQ, drops the channel limit.
         ch.prefetch_count = method.prefetch_count
-        ch.unlimit_global()
+        ch.limiter.unlimit()
     ch.conn.send_method(ch.id, commands.Basic.QosOk())
     ch.resume_deliveries()
 

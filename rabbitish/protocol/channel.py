@@ -1,7 +1,8 @@
-"""One 0-9-1 channel: content assembly (method -> header -> body), method dispatch, channel
-errors and close, unacked deliveries, prefetch and publisher confirms. Which frames each state
-accepts is in states.py; the method handlers (wiring.py, basic.py, tx.py) come as one table from
-dispatch.py, given by the connection."""
+"""One 0-9-1 channel: method dispatch, channel errors and close, unacked deliveries and their
+tags, the transaction glue and direct reply-to. It composes content assembly (content.py),
+publisher confirms (confirms.py) and the global prefetch limiter (consumers.py). Which frames
+each state accepts is in states.py; the method handlers (wiring.py, basic.py, tx.py) come as one
+table from dispatch.py, given by the connection."""
 
 from __future__ import annotations
 
@@ -12,27 +13,15 @@ from typing import TYPE_CHECKING, Any
 from pamqp import commands
 
 from rabbitish.engine.delivery import Delivery, Outcome, settle
-from rabbitish.engine.errors import (
-    INTERNAL_ERROR,
-    AMQPError,
-    ConnectionError_,
-    command_invalid,
-    message_too_large,
-    syntax_error,
-    unexpected_frame,
-)
+from rabbitish.engine.errors import INTERNAL_ERROR, AMQPError, command_invalid, syntax_error
 from rabbitish.engine.sessions import SessionView
 from rabbitish.engine.transactions import Transaction
 from rabbitish.protocol import outgoing
 from rabbitish.protocol.ack_timeout import AckTimeout
-from rabbitish.protocol.framing import (
-    Chunk,
-    decode_content_header,
-    encode_close,
-    encode_content,
-    method_ids,
-    method_index,
-)
+from rabbitish.protocol.confirms import PublisherConfirms
+from rabbitish.protocol.consumers import GlobalLimiter
+from rabbitish.protocol.content import ContentAssembly
+from rabbitish.protocol.framing import Chunk, encode_close, encode_content, method_ids, method_index
 from rabbitish.protocol.states import (
     ChannelAction,
     ChannelEvent,
@@ -47,14 +36,12 @@ if TYPE_CHECKING:
     from rabbitish.protocol.consumers import Consumer091
     from rabbitish.protocol.dispatch import Routes
 
+FrameAction = Callable[[Rule, int, bytes], None]  # what a channel state does with a frame
+
 _OPEN = ChannelState.OPEN
 _CLOSING = ChannelState.CLOSING
 _CLOSED = ChannelState.CLOSED
 _COMMITTING = ChannelState.COMMITTING
-_CONTENT_METHOD = ChannelEvent.CONTENT_METHOD
-_CONTENT_HEADER = ChannelEvent.CONTENT_HEADER
-_CONTENT_DONE = ChannelEvent.CONTENT_DONE
-_PUBLISH = (60, 40)  # the one method that carries content from a client
 # A channel's statistics, as RabbitMQ's channel message_stats name them.
 CHANNEL_STATS = (
     "publish",
@@ -84,7 +71,7 @@ class Channel:
         self.unacked: dict[int, Delivery] = {}
         self.next_tag = 1
         self.prefetch_count = 0  # applies to consumers created after basic.qos(global=false)
-        self.global_prefetch = 0
+        self.limiter = GlobalLimiter()  # basic.qos(global=true)
         self.flow_active = True
         self.last_queue = ""  # the 0-9-1 "most recently declared queue" shortcut
         self.reply_to_name: str | None = None
@@ -92,25 +79,27 @@ class Channel:
         # channel too: a permission change applies to channels opened after it).
         self.may_write: set[str] = set()
         self.reply_to_tag: str | None = None
-        # publisher confirms
-        self.publish_seq = 0
-        self._confirm_upto = 0
-        self._confirm_sent = 0
-        # content assembly
-        self._content_handler: Callable[..., None] | None = None
-        self._content_fields: tuple[Any, ...] = ()
-        self._body_size = 0
-        self._raw_properties = b""
-        self._body_parts: list[bytes] = []
-        self._received = 0
         self.tx: Transaction | None = None  # the open engine transaction once tx.select was seen
         self._resume_from = 0  # rotates which blocked queue resumes first
-        # the channel-wide (global) prefetch limiter, modelled on RabbitMQ's rabbit_limiter
-        self.global_volume = 0
         self.dispatching = False  # inside a method handler
         self.after_reply: list[tuple[Channel, bytes]] = []
         self.stats = dict.fromkeys(CHANNEL_STATS, 0)
         self.ack_timeout = AckTimeout(self, conn.config.consumer_timeout)
+        self.confirms = PublisherConfirms(channel_id, self.vhost, self._send_if_open, self.stats)
+        self.flush_confirms = self.confirms.flush  # the connection's, after each read batch
+        content = ContentAssembly(self, conn.max_message_size, self._advance, self.close_with_error)
+        self._start_content = content.start
+        # What each state's rule does with a frame (states.py): the content frames go straight
+        # to the assembly.
+        self._actions: dict[ChannelAction, FrameAction] = {
+            ChannelAction.IGNORE: self._ignore,
+            ChannelAction.REFUSE: self._refuse,
+            ChannelAction.DISPATCH: self._dispatch,
+            ChannelAction.CONTENT_HEADER: content.header_frame,
+            ChannelAction.CONTENT_BODY: content.body_frame,
+            ChannelAction.ANSWER_CLOSE: self._answer_close,
+            ChannelAction.CLOSE_DONE: self._close_done,
+        }
 
     # ------------------------------------------------------------------ state
     def _advance(self, event: ChannelEvent) -> None:
@@ -144,7 +133,7 @@ class Channel:
     def handle_frame(self, ftype: int, payload: bytes) -> None:
         """A method, content header or body frame for this channel; the state's rule decides."""
         rule = channel_rule(self.state, ftype, payload)
-        _ACTIONS[rule.action](self, rule, ftype, payload)
+        self._actions[rule.action](rule, ftype, payload)
 
     def _dispatch(self, rule: Rule, ftype: int, payload: bytes) -> None:
         """Run the method's handler: a soft error closes the channel, a hard one the connection."""
@@ -199,61 +188,6 @@ class Channel:
     def _ignore(self, rule: Rule, ftype: int, payload: bytes) -> None:
         return
 
-    def _start_content(self, handler: Callable[..., None], fields: tuple[Any, ...]) -> None:
-        self._content_handler = handler
-        self._content_fields = fields
-        self._raw_properties = b""
-        self._body_parts = []
-        self._received = 0
-        self._advance(_CONTENT_METHOD)
-
-    def _content_header(self, rule: Rule, ftype: int, payload: bytes) -> None:
-        try:
-            class_id, body_size, raw = decode_content_header(payload)
-        except (ValueError, struct.error) as err:
-            # RabbitMQ's assembler crashes on a header without property flags.
-            raise ConnectionError_(541, "").at(0, 0) from err
-        if class_id != 60:
-            raise unexpected_frame(
-                f"expected content header for class 60, got one for class {class_id} instead"
-            ).at(*_PUBLISH)
-        limit = self.conn.max_message_size
-        if body_size > limit:
-            # RabbitMQ refuses it once the whole body is in; the body frames still to come
-            # are dropped by the closing channel instead of being gathered first.
-            self._content_handler, self._content_fields = None, ()
-            self._advance(_CONTENT_DONE)
-            self.close_with_error(message_too_large(body_size, limit).at(*_PUBLISH))
-            return
-        self._body_size = body_size
-        self._raw_properties = raw
-        if body_size == 0:
-            self._finish_content()
-        else:
-            self._advance(_CONTENT_HEADER)
-
-    def _content_body(self, rule: Rule, ftype: int, payload: bytes) -> None:
-        self._body_parts.append(payload)
-        self._received += len(payload)
-        if self._received == self._body_size:
-            self._finish_content()
-
-    def _finish_content(self) -> None:
-        handler, fields = self._content_handler, self._content_fields
-        assert handler is not None
-        self._content_handler, self._content_fields = None, ()
-        self._advance(_CONTENT_DONE)
-        parts = self._body_parts
-        body = parts[0] if len(parts) == 1 else b"".join(parts)
-        self._body_parts = []
-        try:
-            handler(self, *fields, self._raw_properties, body)
-        except AMQPError as error:
-            error.at(*_PUBLISH)
-            if error.is_hard:
-                raise
-            self.close_with_error(error)
-
     def _answer_close(self, rule: Rule, ftype: int, payload: bytes) -> None:
         self.conn.send_method(self.id, commands.Channel.CloseOk())
 
@@ -304,34 +238,6 @@ class Channel:
             self.reply_to_name = None
 
     # ------------------------------------------------------------------ deliveries
-    @property
-    def credit_used(self) -> int:
-        """Deliveries counting against global prefetch. Like RabbitMQ's limiter this is a volume
-        that starts at the number of unacked deliveries when the limit is set, grows with each
-        consumer delivery that needs an ack and shrinks as consumer deliveries are settled
-        (basic.get deliveries never count; settlements staged in a transaction count at
-        commit)."""
-        return self.global_volume
-
-    def limit_global(self, prefetch_count: int) -> None:
-        """basic.qos(global=true)."""
-        if prefetch_count == 0:
-            self.unlimit_global()
-            return
-        if self.global_prefetch == 0:
-            self.global_volume = len(self.unacked)
-        self.global_prefetch = prefetch_count
-
-    def unlimit_global(self) -> None:
-        """basic.qos(global=false) and a global limit of 0 both drop the channel limit."""
-        self.global_prefetch = 0
-        self.global_volume = 0
-
-    def limiter_settled(self, count: int) -> None:
-        """Consumer deliveries settled; RabbitMQ's limiter leaves a zero volume alone."""
-        if self.global_prefetch and self.global_volume:
-            self.global_volume -= count
-
     def begin_transaction(self) -> None:
         """tx.select, and after each commit or rollback: 0-9-1 starts the next transaction at
         once."""
@@ -369,8 +275,9 @@ class Channel:
             delivery.tag = tag
             self.unacked[tag] = delivery
             self.ack_timeout.watch()
-            if self.global_prefetch:
-                self.global_volume += 1
+            limiter = self.limiter
+            if limiter.prefetch:
+                limiter.delivered()
         entry = delivery.entry
         message = entry.message
         parts: list[Chunk] = [
@@ -409,10 +316,10 @@ class Channel:
             confirm=self.mode == "confirm",
             consumer_count=len(self.consumers),
             prefetch_count=self.prefetch_count,
-            global_prefetch_count=self.global_prefetch,
+            global_prefetch_count=self.limiter.prefetch,
             unacked=len(self.unacked),
             transactions=(self.tx,) if self.tx is not None else (),
-            unconfirmed=self.publish_seq - self._confirm_sent if self.mode == "confirm" else 0,
+            unconfirmed=self.confirms.unconfirmed if self.mode == "confirm" else 0,
             message_stats=dict(self.stats),
         )
 
@@ -431,51 +338,7 @@ class Channel:
         else:
             busy.after_reply.append((self, frame))
 
-    # ------------------------------------------------------------------ confirms
-    def confirm_published(self, seq: int, ok: bool) -> None:
-        """Record the outcome of publish `seq`; acks are coalesced and sent per read batch."""
-        if ok:
-            self._confirm_upto = seq
-            return
-        self._confirm_upto = seq - 1
-        self.flush_confirms()
-        self.stats["confirm"] += 1
-        nack = outgoing.nack(self.id, seq, False)
-        self.after_sync(nack, nack)
-        self._confirm_sent = self._confirm_upto = seq
-
-    def flush_confirms(self) -> None:
-        upto, sent = self._confirm_upto, self._confirm_sent
-        if upto > sent:
-            self.stats["confirm"] += upto - sent
-            multiple = upto - sent > 1
-            self.after_sync(
-                outgoing.ack(self.id, upto, multiple), outgoing.nack(self.id, upto, multiple)
-            )
-            self._confirm_sent = upto
-
-    def after_sync(self, frame: bytes, failed: bytes) -> None:
-        """Send `frame` once everything journaled so far is on disk: a confirm promises
-        durability. In :memory: mode, and when nothing durable is pending, at once. If the
-        store cannot write it, send `failed` (a nack) instead."""
-        journal = self.vhost.journal
-        journal.when_synced(
-            journal.position,
-            lambda: self._send_if_open(frame),
-            lambda _reason: self._send_if_open(failed),
-        )
-
+    # ------------------------------------------------------------------ output
     def _send_if_open(self, frame: bytes) -> None:
         if not (self.closing or self.closed):
             self.conn.write(frame)
-
-
-_ACTIONS: dict[ChannelAction, Callable[[Channel, Rule, int, bytes], None]] = {
-    ChannelAction.IGNORE: Channel._ignore,
-    ChannelAction.REFUSE: Channel._refuse,
-    ChannelAction.DISPATCH: Channel._dispatch,
-    ChannelAction.CONTENT_HEADER: Channel._content_header,
-    ChannelAction.CONTENT_BODY: Channel._content_body,
-    ChannelAction.ANSWER_CLOSE: Channel._answer_close,
-    ChannelAction.CLOSE_DONE: Channel._close_done,
-}

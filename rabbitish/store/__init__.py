@@ -12,11 +12,12 @@ from collections.abc import Callable
 from rabbitish.engine.message import PropertyCodec
 from rabbitish.engine.node import Node
 from rabbitish.store.access import journal_access, load_access
-from rabbitish.store.journal import BACKLOG_LIMIT, SqliteJournal
+from rabbitish.store.journal import SqliteJournal
 from rabbitish.store.lock import DataDirLock
 from rabbitish.store.pager import KEEP_BYTES, Pager
 from rabbitish.store.recovery import RecoveryStats, recover
 from rabbitish.store.schema import CLEAN_STOP, StoreError, db_path, open_database, read_only_copy
+from rabbitish.store.writer import BACKLOG_LIMIT, JournalWriter
 
 __all__ = ["RecoveryStats", "SqliteJournal", "StoreError", "check_store", "open_store"]
 
@@ -77,13 +78,17 @@ async def open_store(
         _stage("marked")
     finally:
         conn.close()
-    journal = SqliteJournal(path, fsync, node.scheduler.now, backlog_limit)
-    journal.on_failure = functools.partial(_store_alarm, node)
-    journal.pager = pager
-    journal.lock = lock
+    writer = JournalWriter(
+        path,
+        fsync,
+        backlog_limit=backlog_limit,
+        pager=pager,
+        on_failure=functools.partial(_store_alarm, node),
+    )
+    journal = SqliteJournal(writer, node.scheduler.now, pager, lock)
     await journal.start()
     node.use_journal(journal)
-    journal_access(node, journal)
+    journal_access(node, writer)
     _stage("journal")
     return journal, stats
 

@@ -17,7 +17,7 @@ from rabbitish.store.schema import ACCESS_SEEDED as SEEDED
 if TYPE_CHECKING:
     from rabbitish.engine.node import Node
     from rabbitish.engine.vhost import VirtualHost
-    from rabbitish.store.journal import SqliteJournal
+    from rabbitish.store.writer import JournalWriter
 
 
 def _join(tags: tuple[str, ...]) -> str:
@@ -165,7 +165,7 @@ def load_access(conn: sqlite3.Connection, node: Node, seed: bool = True) -> None
         vhost.description, vhost.tags = description, _split(tags)
 
 
-def journal_access(node: Node, journal: SqliteJournal) -> None:
+def journal_access(node: Node, writer: JournalWriter) -> None:
     """From now on every user, permission and vhost change is journaled."""
-    node.users.on_change = lambda change: journal.record(change_op(change))
-    node.vhost_listeners.append(lambda name, vhost: journal.record(vhost_op(name, vhost)))
+    node.users.on_change = lambda change: writer.add(change_op(change))
+    node.vhost_listeners.append(lambda name, vhost: writer.add(vhost_op(name, vhost)))

@@ -1,44 +1,22 @@
-"""The single writer. The engine's durable changes become typed records (ops.py) queued in order
-on the event loop; at the next loop turn everything queued is written as one SQLite transaction
-on the journal's own connection: a small batch someone waits for right there on the loop thread
-(a commit of a few messages costs little more than its sync, and two thread wake-ups per round
-trip cost more than that on a busy machine), a large one or one nobody waits for by the writer
-thread, so the loop goes on reading, routing and delivering meanwhile. While a batch is being
-written the next one gathers, so concurrent commits and confirms from many channels share one
-transaction and one sync (group commit). With fsync the database runs synchronous=FULL, so the
-COMMIT returns once the batch is on disk; without it, synchronous=OFF. After each batch the
-waiters it covers are woken and the pager drops the bodies of long queues' messages just
-written (pager.py reads them back, on the event loop thread).
-
-A batch that cannot be written (disk full, I/O error) is rolled back and kept: its waiters are
-told at once (confirms are nacked, commits fail), the reason is logged, and the writer tries it
-again, with whatever came after, until a write succeeds. Meanwhile the node's "store" alarm is
-raised (front ends block publishing connections, as RabbitMQ does on a disk alarm), and once the
-unwritten message bodies pass `backlog_limit` bytes, durable queues refuse persistent messages
-(`refusing`), so retrying cannot grow memory without bound. Recovery fills the engine before this
-journal is attached, so it journals only changes made after start."""
+"""The engine's Journal (engine/journal.py) on SQLite: each durable change the engine reports
+becomes a typed record (ops.py) handed, in order, to the store's writer (writer.py), which
+batches, writes, retries and says when a position is on disk. Only durable things are
+journaled (durable exchanges, queues and bindings between them, policies, persistent messages on
+durable queues, half messages), and a persistent message on a long queue is offered to the pager
+so its body leaves memory once written. Recovery fills the engine before this journal is
+attached, so it journals only changes made after start."""
 
 from __future__ import annotations
 
-import asyncio
 import json
-import logging
-import queue
-import sqlite3
-import threading
 import time
-from collections import deque
 from collections.abc import Callable
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rabbitish.engine.exchanges.base import freeze
-from rabbitish.engine.journal import Failed, Synced
 from rabbitish.protocol.field_tables import encode_table
 from rabbitish.store import ops
-from rabbitish.store.lock import DataDirLock
-from rabbitish.store.pager import KEEP_IN_MEMORY, Pager
-from rabbitish.store.schema import CLEAN_STOP
+from rabbitish.store.pager import KEEP_IN_MEMORY
 
 if TYPE_CHECKING:
     from rabbitish.engine.exchanges.base import Binding, Exchange
@@ -46,17 +24,9 @@ if TYPE_CHECKING:
     from rabbitish.engine.message import Message, QueueEntry
     from rabbitish.engine.policies import Policy
     from rabbitish.engine.queue import Queue
-
-log = logging.getLogger("rabbitish.store")
-
-RETRY_DELAY = 1.0  # seconds between attempts while writes fail
-BACKLOG_LIMIT = 64 * 1024 * 1024  # default bytes of unwritten messages kept while writes fail
-OP_OVERHEAD = 256  # bytes counted per message record besides its body
-INLINE_OPS = 128  # batches up to this many records (and INLINE_BYTES) are written on the loop
-INLINE_BYTES = 256 * 1024
-
-Waiter = tuple[int, Synced, Failed | None]
-Job = tuple[list[ops.Op], int, list["Message"]]  # a batch, its last position, page candidates
+    from rabbitish.store.lock import DataDirLock
+    from rabbitish.store.pager import Pager
+    from rabbitish.store.writer import JournalWriter
 
 
 def binding_args_key(arguments: dict[str, Any]) -> bytes:
@@ -69,89 +39,44 @@ def _dest_kind(destination: Any) -> str:
     return "queue" if isinstance(destination, Queue) else "exchange"
 
 
-def _reason(err: BaseException) -> str:
-    return f"{type(err).__name__}: {err}".splitlines()[0]
-
-
 class SqliteJournal:
+    """The engine's Journal: events in, records out to `writer`. It also holds what a running
+    store keeps open (the pager, the data dir's lock) and releases them on close."""
+
     def __init__(
         self,
-        path: Path,
-        fsync: bool,
+        writer: JournalWriter,
         clock: Callable[[], float],
-        backlog_limit: int = BACKLOG_LIMIT,
+        pager: Pager | None = None,
+        lock: DataDirLock | None = None,
     ) -> None:
-        self.path = path
-        self.fsync = fsync
+        self.writer = writer
         self.clock = clock  # the engine's monotonic clock, to turn expiry times into wall time
-        self._ops: list[ops.Op] = []
-        self.position = 0
-        self.synced = 0
-        self._waiters: deque[Waiter] = deque()
-        self._db: sqlite3.Connection | None = None
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._inbox: queue.SimpleQueue[Job | None] = queue.SimpleQueue()
-        self._thread = threading.Thread(
-            target=self._run_writer, name="rabbitish-journal", daemon=True
-        )
-        self._busy = False  # a batch is being written (inline or by the writer thread)
-        self._kicked = False  # a _kick is scheduled for this loop turn
-        self._retry: asyncio.TimerHandle | None = None  # the pause after a failed write
-        self._idle: asyncio.Future[None] | None = None  # close() waits on it
-        self._closing = False
-        self.pager: Pager | None = None
-        self.lock: DataDirLock | None = None
-        self._page_candidates: list[Message] = []
-        self.batches = 0
-        self.failure: str | None = None  # why the last write failed, until one succeeds
-        self.backlog_limit = backlog_limit
-        self._new_bytes = 0  # message bytes queued since the writer last took a batch
-        self._batch_bytes = 0  # ...and in the batch being written (or failed and kept)
-        self.refusing = False
-        # Called with the reason when writes start failing and with None when one succeeds.
-        self.on_failure: Callable[[str | None], None] | None = None
-        # Test hook, run before each batch (on whichever thread writes it): raising there fails
-        # the batch the way a full disk would.
-        self.before_write: Callable[[], None] | None = None
+        self.pager = pager
+        self.lock = lock
+        # The writer's own methods, bound once: a change costs no extra call on its way.
+        self._add = writer.add
+        self._add_message = writer.add_message
+        self.when_synced = writer.when_synced  # the Journal's: the writer knows what is on disk
+        self.writing = writer.writing  # for the busy-waiting event loop
 
-    def writing(self) -> bool:
-        """A batch is being written (the busy-waiting event loop holds off meanwhile)."""
-        return self._busy
+    @property
+    def position(self) -> int:
+        """How many changes have been journaled so far."""
+        return self.writer.position
 
-    # ------------------------------------------------------------------ lifecycle
+    @property
+    def refusing(self) -> bool:
+        """Writes fail and the unwritten backlog is at its bound: refuse persistent messages."""
+        return self.writer.refusing
+
     async def start(self) -> None:
-        self._loop = asyncio.get_running_loop()
-        self._db = self._connect()
-        self._thread.start()
-
-    def _connect(self) -> sqlite3.Connection:
-        db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
-        db.execute("PRAGMA journal_mode=WAL")
-        db.execute(f"PRAGMA synchronous={'FULL' if self.fsync else 'OFF'}")
-        # Debian's SQLite zeroes every freed page by default: a consumed 64 KiB message would
-        # cost 64 KiB more of WAL and checkpoint writes. FAST zeroes only where it costs no
-        # extra I/O (the freed cells; freed overflow pages go to the freelist as they are).
-        db.execute("PRAGMA secure_delete=FAST")
-        return db
+        await self.writer.start()
 
     async def close(self) -> None:
-        """Write what is pending (one more attempt if writes are failing), then stop."""
-        self._closing = True
-        if self._retry is not None:  # failing: try once more now instead of after the pause
-            self._retry.cancel()
-            self._retry = None
-        if self._loop is not None:
-            if self._busy or self._ops:
-                self._idle = self._loop.create_future()
-                self._submit()
-                await self._idle
-            self._inbox.put(None)
-            await self._loop.run_in_executor(None, self._thread.join)
-        if self._db is not None:
-            if self.failure is None:
-                self._mark_clean_stop()
-            self._db.close()
-            self._db = None
+        """Write what is pending (one more attempt if writes are failing), then stop and let go
+        of the data dir."""
+        await self.writer.close()
         if self.pager is not None:
             self.pager.close()
             self.pager = None
@@ -159,186 +84,10 @@ class SqliteJournal:
             self.lock.release()
             self.lock = None
 
-    def _mark_clean_stop(self) -> None:
-        """Everything is written: the next start may trust the delivered marks (see
-        schema.CLEAN_STOP). A failure here only makes that start more careful."""
-        assert self._db is not None
-        try:
-            self._db.execute(
-                "INSERT OR REPLACE INTO meta (key, value) VALUES (?, '1')", (CLEAN_STOP,)
-            )
-        except sqlite3.Error as err:
-            log.warning("could not record the clean stop: %s", _reason(err))
-
-    # ------------------------------------------------------------------ waiting
-    def when_synced(self, position: int, callback: Synced, failed: Failed | None = None) -> None:
-        if position <= self.synced:
-            callback()
-        else:
-            self._waiters.append((position, callback, failed))
-
-    # ------------------------------------------------------------------ writer
-    def _op(self, op: ops.Op) -> None:
-        self._ops.append(op)
-        self.position += 1
-        if not self._busy and not self._kicked and self._loop is not None:
-            # Written at the next loop turn, with whatever else this turn adds.
-            self._kicked = True
-            self._loop.call_soon(self._kick)
-
-    def record(self, op: ops.Statements) -> None:
-        """An ordered record from outside the engine's wiring (users, permissions, vhosts)."""
-        self._op(op)
-
-    def _message_op(self, op: ops.Op, size: int) -> None:
-        """A record carrying a body: counted towards the backlog bound while writes fail."""
-        self._op(op)
-        self._new_bytes += size + OP_OVERHEAD
-        if self.failure is not None and not self.refusing:
-            self.refusing = self._batch_bytes + self._new_bytes >= self.backlog_limit
-
-    def _kick(self) -> None:
-        self._kicked = False
-        if self._retry is None:
-            self._submit()
-
-    def _submit(self) -> None:
-        """Write everything pending, unless a batch is being written (then it goes when that
-        one is done: that is the group commit). A small batch that someone waits for (a
-        commit-ok, a confirm) is written right here on the event loop thread: a commit of a few
-        messages costs little more than its sync, and handing it over would add two thread
-        wake-ups to each commit's round trip, which on a busy machine cost more than the sync.
-        A large one, or one nobody waits for (acks, delivered marks of a streaming consumer),
-        goes to the writer thread, so the loop keeps reading and delivering meanwhile."""
-        if self._busy or not self._ops:
-            return
-        batch, self._ops = self._ops, []
-        self._batch_bytes += self._new_bytes
-        self._new_bytes = 0
-        candidates, self._page_candidates = self._page_candidates, []
-        self._busy = True
-        if not self._waiters or len(batch) > INLINE_OPS or self._batch_bytes > INLINE_BYTES:
-            self._inbox.put((batch, self.position, candidates))
-            return
-        upto = self.position
-        try:
-            written, error = self._write(batch), None
-        except Exception as err:
-            written, error = set(), err
-        self._done(batch, upto, candidates, written, error, inline=True)
-
-    def _run_writer(self) -> None:
-        """The writer thread: one batch per call, one SQLite transaction each; the outcome goes
-        back to the event loop in one call_soon_threadsafe."""
-        inbox, loop = self._inbox, self._loop
-        assert loop is not None
-        while (job := inbox.get()) is not None:
-            batch, upto, candidates = job
-            try:
-                written, error = self._write(batch), None
-            except Exception as err:
-                written, error = set(), err
-            try:
-                loop.call_soon_threadsafe(self._done, batch, upto, candidates, written, error)
-            except RuntimeError:  # the loop is gone: nobody is waiting any more
-                return
-
-    def _done(
-        self,
-        batch: list[ops.Op],
-        upto: int,
-        candidates: list[Message],
-        written: set[int],
-        error: Exception | None,
-        inline: bool = False,
-    ) -> None:
-        """On the event loop: a batch was written (or failed); wake its waiters, go on (after
-        an inline write, at the next loop turn, so the loop reads what came meanwhile)."""
-        self._busy = False
-        if error is None:
-            self._succeeded(upto, candidates, written)
-        else:
-            self._ops = batch + self._ops  # tried again with what came after
-            self._page_candidates = candidates + self._page_candidates
-            self._failed(error, upto)
-            if self._closing:
-                self._give_up()
-                self._ops = []
-            else:
-                self._retry = self._loop.call_later(RETRY_DELAY, self._retry_now)  # type: ignore[union-attr]
-        if self._retry is None and self._ops:
-            if inline and not self._closing:
-                if not self._kicked:
-                    self._kicked = True
-                    self._loop.call_soon(self._kick)  # type: ignore[union-attr]
-            else:
-                self._submit()
-        if self._idle is not None and not self._busy and not self._idle.done():
-            self._idle.set_result(None)
-
-    def _retry_now(self) -> None:
-        self._retry = None
-        self._submit()
-
-    def _write(self, batch: list[ops.Op]) -> set[int]:
-        """The whole batch in one call and one SQLite transaction (on the writer thread, or on
-        the loop thread for a small batch)."""
-        if self.before_write is not None:
-            self.before_write()
-        assert self._db is not None
-        return ops.write_batch(self._db, batch)
-
-    def _succeeded(self, upto: int, candidates: list[Message], written: set[int]) -> None:
-        if self.failure is not None:
-            log.warning("journal writes succeed again after: %s", self.failure)
-            self.failure = None
-            self.refusing = False
-            if self.on_failure is not None:
-                self.on_failure(None)
-        self._batch_bytes = 0
-        self.synced = upto
-        self.batches += 1
-        if self.pager is not None:
-            for message in candidates:  # on disk now: the body can leave memory
-                if message.id in written:
-                    self.pager.page_out(message)
-        waiters = self._waiters
-        while waiters and waiters[0][0] <= upto:
-            waiters.popleft()[1]()
-
-    def _failed(self, err: Exception, upto: int) -> None:
-        """Tell every waiter the failed batch covers; log the reason once per failure spell."""
-        reason = _reason(err)
-        self.refusing = self._batch_bytes + self._new_bytes >= self.backlog_limit
-        if self.failure is None:
-            log.error(
-                "journal write failed (%s) in %s: %d changes not on disk; publishes are "
-                "nacked and commits fail until a write succeeds (retrying every %.0f s)",
-                reason,
-                self.path,
-                len(self._ops),
-                RETRY_DELAY,
-            )
-        if self.failure != reason and self.on_failure is not None:
-            self.on_failure(reason)
-        self.failure = reason
-        waiters = self._waiters
-        while waiters and waiters[0][0] <= upto:
-            _position, _callback, failed = waiters.popleft()
-            if failed is not None:
-                failed(reason)
-
-    def _give_up(self) -> None:
-        log.error("journal closed with %d changes not on disk (%s)", len(self._ops), self.failure)
-        while self._waiters:
-            _position, _callback, failed = self._waiters.popleft()
-            if failed is not None:
-                failed(self.failure or "store closed")
-
     # ------------------------------------------------------------------ wiring
     def exchange_declared(self, exchange: Exchange, arg_types: dict[str, str]) -> None:
         if exchange.durable and exchange.name and not exchange.name.startswith("amq."):
-            self._op(
+            self._add(
                 ops.PutExchange(
                     exchange.vhost,
                     exchange.name,
@@ -352,11 +101,11 @@ class SqliteJournal:
 
     def exchange_deleted(self, exchange: Exchange) -> None:
         if exchange.durable:
-            self._op(ops.DeleteExchange(exchange.vhost, exchange.name))
+            self._add(ops.DeleteExchange(exchange.vhost, exchange.name))
 
     def queue_declared(self, queue: Queue, arg_types: dict[str, str]) -> None:
         if queue.durable:
-            self._op(
+            self._add(
                 ops.PutQueue(
                     queue.vhost.name,
                     queue.name,
@@ -368,11 +117,11 @@ class SqliteJournal:
 
     def queue_deleted(self, queue: Queue) -> None:
         if queue.durable:
-            self._op(ops.DeleteQueue(queue.vhost.name, queue.name))
+            self._add(ops.DeleteQueue(queue.vhost.name, queue.name))
 
     def binding_added(self, binding: Binding) -> None:
         if binding.source.durable and binding.destination.durable:
-            self._op(
+            self._add(
                 ops.PutBinding(
                     binding.source.vhost,
                     binding.source.name,
@@ -386,7 +135,7 @@ class SqliteJournal:
 
     def binding_removed(self, binding: Binding) -> None:
         if binding.source.durable and binding.destination.durable:
-            self._op(
+            self._add(
                 ops.DeleteBinding(
                     binding.source.vhost,
                     binding.source.name,
@@ -398,7 +147,7 @@ class SqliteJournal:
             )
 
     def policy_set(self, policy: Policy) -> None:
-        self._op(
+        self._add(
             ops.PutPolicy(
                 policy.vhost,
                 policy.name,
@@ -411,7 +160,7 @@ class SqliteJournal:
         )
 
     def policy_cleared(self, policy: Policy) -> None:
-        self._op(ops.DeletePolicy(policy.vhost, policy.name, int(policy.operator)))
+        self._add(ops.DeletePolicy(policy.vhost, policy.name, int(policy.operator)))
 
     # ------------------------------------------------------------------ messages
     def message_enqueued(self, queue: Queue, entry: QueueEntry) -> None:
@@ -421,7 +170,7 @@ class SqliteJournal:
         expires = None
         if entry.expires_at is not None:
             expires = time.time() + (entry.expires_at - self.clock())
-        self._message_op(
+        self._add_message(
             ops.Enqueue(
                 queue.vhost.name,
                 queue.name,
@@ -437,24 +186,24 @@ class SqliteJournal:
         if pager is not None and (
             queue.message_count > KEEP_IN_MEMORY or queue.ready.bytes > pager.keep_bytes
         ):
-            self._page_candidates.append(message)
+            self.writer.page_out_when_written(message)
 
     def message_removed(self, queue: Queue, entry: QueueEntry) -> None:
         message = entry.message
         if queue.durable and message.persistent:
-            self._op(ops.Remove(queue.vhost.name, queue.name, entry.seq, message.id))
+            self._add(ops.Remove(queue.vhost.name, queue.name, entry.seq, message.id))
 
     def message_delivered(self, queue: Queue, entry: QueueEntry) -> None:
         if queue.durable and entry.message.persistent:
-            self._op(ops.MarkDelivered(queue.vhost.name, queue.name, entry.seq))
+            self._add(ops.MarkDelivered(queue.vhost.name, queue.name, entry.seq))
 
     # ------------------------------------------------------------------ half messages
     def half_held(self, queue: Queue, message: Message, txn_id: str, ord_: int) -> None:
         op = ops.HoldHalf(queue.vhost.name, txn_id, ord_, queue.name, message, message.body)
-        self._message_op(op, message.size)
+        self._add_message(op, message.size)
 
     def half_txn_saved(self, vhost: str, txn: HalfTxn) -> None:
-        self._op(
+        self._add(
             ops.SaveHalfTxn(
                 vhost,
                 txn.id,
@@ -470,4 +219,4 @@ class SqliteJournal:
         """Runs after a commit's enqueues, in the same batch: the rows of the held messages go
         and the message rows the queues now hold stay, all in one SQLite transaction."""
         ids = tuple(sorted({message.id for _, message, _ in txn.entries}))
-        self._op(ops.DecideHalf(vhost, txn.id, txn.durable, ids, int(commit), forget))
+        self._add(ops.DecideHalf(vhost, txn.id, txn.durable, ids, int(commit), forget))

@@ -58,10 +58,10 @@ async def test_concurrent_commits_share_sqlite_transactions(tmp_path, uid, fsync
         conn = await aiormq.connect(broker.url)
         await (await conn.channel()).queue_declare(uid, durable=True)
         await conn.close()
-        before = broker.journal.batches
+        before = broker.journal.writer.batches
         await asyncio.gather(*(_committer(broker.url, uid, f"c{n}") for n in range(CONNECTIONS)))
-        batches = broker.journal.batches - before
-        assert broker.journal.synced == broker.journal.position
+        batches = broker.journal.writer.batches - before
+        assert broker.journal.writer.synced == broker.journal.position
     print(f"fsync={fsync}: {commits} commits in {batches} batches")
     assert 0 < batches <= commits // 2
     async with rabbitish.Broker(port=0, data_dir=data, fsync=fsync) as broker:
@@ -94,7 +94,7 @@ async def test_writer_does_not_block_the_event_loop(tmp_path, uid):
                 await ch.basic_publish(payload, routing_key=uid, properties=PERSISTENT)
             probe_ch = await probe.channel()
             await probe_ch.queue_declare(f"{uid}-empty", exclusive=True)
-            batches = broker.journal.batches
+            batches = broker.journal.writer.batches
             started = time.monotonic()
             commit = asyncio.ensure_future(ch.tx_commit())
             latencies = []
@@ -107,7 +107,7 @@ async def test_writer_does_not_block_the_event_loop(tmp_path, uid):
         finally:
             await big.close()
             await probe.close()
-        assert broker.journal.batches > batches
+        assert broker.journal.writer.batches > batches
     print(f"commit {took:.3f} s; {len(latencies)} round trips, max {max(latencies):.4f} s")
     assert len(latencies) >= 5
     assert max(latencies) < max(0.05, took / 4)

@@ -50,7 +50,7 @@ def test_publishers_are_blocked_while_writes_fail(tmp_path, uid):
         consumer = _connect(broker.url)
         cch = consumer.channel()
 
-        broker.journal.before_write = disk_full
+        broker.journal.writer.before_write = disk_full
         with pytest.raises(pika.exceptions.NackError):
             ch.basic_publish("", uid, b"during", PERSISTENT)
         wait_until(lambda: broker.node.alarms.active)
@@ -64,7 +64,7 @@ def test_publishers_are_blocked_while_writes_fail(tmp_path, uid):
         # A connection that does not publish still works.
         assert cch.queue_declare(uid, passive=True).method.message_count >= 1
 
-        broker.journal.before_write = None
+        broker.journal.writer.before_write = None
         _wait_for(conn, events, "unblocked")
         assert not broker.node.alarms.active
         ch.basic_publish("", uid, b"after", PERSISTENT)  # confirmed: reads go on
@@ -81,27 +81,27 @@ def test_a_client_without_the_capability_is_blocked_silently(tmp_path, uid):
         conn.add_on_connection_blocked_callback(lambda _c, _f: events.append("blocked"))
         ch = conn.channel()
         ch.queue_declare(uid, durable=True)
-        broker.journal.before_write = disk_full
+        broker.journal.writer.before_write = disk_full
         ch.basic_publish("", uid, b"one", PERSISTENT)
         wait_until(lambda: broker.node.alarms.active)
         protos = [p for p in list(broker._connections) if getattr(p, "_blocked", None) is not None]
         ch.basic_publish("", uid, b"two", PERSISTENT)
         wait_until(lambda: any(p._blocked for p in protos))
-        broker.journal.before_write = None
+        broker.journal.writer.before_write = None
         wait_until(lambda: not any(p._blocked for p in protos))
         conn.process_data_events(time_limit=0.2)
         assert events == []
         conn.close()
 
 
-def test_unwritten_work_is_bounded_while_writes_fail(tmp_path, uid, monkeypatch):
-    monkeypatch.setattr("rabbitish.store.journal.RETRY_DELAY", 0.05)
+def test_unwritten_work_is_bounded_while_writes_fail(tmp_path, uid):
     body = b"x" * 4096
     with running_broker(data_dir=str(tmp_path / "data"), store_backlog_limit=64 * 1024) as broker:
         setup = _connect(broker.url)
         setup.channel().queue_declare(uid, durable=True)
         setup.close()
-        broker.journal.before_write = disk_full
+        broker.journal.writer.retry_delay = 0.05
+        broker.journal.writer.before_write = disk_full
         nacked = 0
         conns = []
         for _ in range(30):  # each connection gets one publish in before it is blocked
@@ -115,12 +115,12 @@ def test_unwritten_work_is_bounded_while_writes_fail(tmp_path, uid, monkeypatch)
                 nacked += 1
         queue = broker.node.vhosts["/"].queues[uid]
         assert nacked == 30
-        assert broker.journal.refusing
+        assert broker.journal.writer.refusing
         # 64 KiB of 4 KiB messages (plus per-record overhead): about 15 kept, the rest refused.
         assert 5 <= queue.message_count <= 17
-        broker.journal.before_write = None
-        wait_until(lambda: broker.journal.failure is None)
-        assert not broker.journal.refusing
+        broker.journal.writer.before_write = None
+        wait_until(lambda: broker.journal.writer.failure is None)
+        assert not broker.journal.writer.refusing
         for conn in conns:
             conn.close()
         conn = _connect(broker.url)
@@ -139,7 +139,7 @@ def test_the_alarm_health_checks_fail_while_writes_fail(tmp_path, uid):
         ch = conn.channel()
         ch.confirm_delivery()
         ch.queue_declare(uid, durable=True)
-        broker.journal.before_write = disk_full
+        broker.journal.writer.before_write = disk_full
         with pytest.raises(pika.exceptions.NackError):
             ch.basic_publish("", uid, b"during", PERSISTENT)
         wait_until(lambda: broker.node.alarms.active)
@@ -153,7 +153,7 @@ def test_the_alarm_health_checks_fail_while_writes_fail(tmp_path, uid):
             )
             assert [a["resource"] for a in body["alarms"]] == ["disk"]
             assert "disk is full" in body["alarms"][0]["reason"]
-        broker.journal.before_write = None
+        broker.journal.writer.before_write = None
         wait_until(lambda: not broker.node.alarms.active, timeout=10)
         assert api.ok("GET", "/api/health/checks/local-alarms") == {"status": "ok"}
         conn.close()

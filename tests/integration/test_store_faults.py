@@ -141,12 +141,15 @@ def test_writes_refused_as_read_only_are_nacked_logged_and_retried(tmp_path, cap
             ch.confirm_delivery()
             ch.queue_declare("ro-later", durable=True)
             ch.basic_publish("", "ro-later", b"before", PERSISTENT)
-            broker.journal.before_write = read_only
+            broker.journal.writer.before_write = read_only
             with pytest.raises(pika.exceptions.NackError):
                 ch.basic_publish("", "ro-later", b"refused", PERSISTENT)
-        assert broker.journal.failure == "OperationalError: attempt to write a readonly database"
-        broker.journal.before_write = None
-        wait_until(lambda: broker.journal.failure is None, timeout=10)
+        assert (
+            broker.journal.writer.failure
+            == "OperationalError: attempt to write a readonly database"
+        )
+        broker.journal.writer.before_write = None
+        wait_until(lambda: broker.journal.writer.failure is None, timeout=10)
         with pika_channel(broker.url) as ch:
             ch.confirm_delivery()
             ch.basic_publish("", "ro-later", b"after", PERSISTENT)

@@ -34,7 +34,7 @@ async def test_failed_writes_nack_confirms_and_fail_commits(tmp_path, uid, caplo
 
             # The first failure: once it is known, publishing connections are blocked
             # (test_store_alarm.py), so a commit sent after it waits for the disk instead.
-            broker.journal.before_write = disk_full
+            broker.journal.writer.before_write = disk_full
             tx_conn = await aiormq.connect(broker.url)
             tx = await tx_conn.channel(publisher_confirms=False)
             await tx.tx_select()
@@ -42,15 +42,15 @@ async def test_failed_writes_nack_confirms_and_fail_commits(tmp_path, uid, caplo
             with pytest.raises(aiormq.exceptions.ConnectionInternalError):
                 await tx.tx_commit()
             assert tx_conn.is_closed
-            assert broker.journal.failure == "OperationalError: database or disk is full"
+            assert broker.journal.writer.failure == "OperationalError: database or disk is full"
 
             with pytest.raises(aiormq.exceptions.DeliveryError, match="Nack"):
                 await ch.basic_publish(b"during", routing_key=uid, properties=PERSISTENT)
 
-            broker.journal.before_write = None
+            broker.journal.writer.before_write = None
             ok = await ch.basic_publish(b"after", routing_key=uid, properties=PERSISTENT)
             assert isinstance(ok, Basic.Ack)
-            assert broker.journal.failure is None
+            assert broker.journal.writer.failure is None
         finally:
             await conn.close()
     failures = [r for r in caplog.records if "journal write failed" in r.getMessage()]
@@ -78,11 +78,11 @@ async def test_a_broker_stopping_while_writes_fail_does_not_hang(tmp_path, uid):
         conn = await aiormq.connect(broker.url)
         ch = await conn.channel()
         await ch.queue_declare(uid, durable=True)
-        broker.journal.before_write = disk_full
+        broker.journal.writer.before_write = disk_full
         with pytest.raises(aiormq.exceptions.DeliveryError, match="Nack"):
             await ch.basic_publish(b"x", routing_key=uid, properties=PERSISTENT)
         await conn.close()
-        wait_until(lambda: broker.journal.failure is not None)
+        wait_until(lambda: broker.journal.writer.failure is not None)
 
 
 def test_a_1_0_transfer_the_store_cannot_write_is_rejected(tmp_path, uid):
@@ -99,7 +99,7 @@ def test_a_1_0_transfer_the_store_cannot_write_is_rejected(tmp_path, uid):
             # a durable terminus declares the queue durable, so the transfer takes the disk path
             sender = conn.create_sender(f"/queue/{uid}", options=DurableQueue())
             sender.send(Message(body=b"ok", durable=True, inferred=True))
-            broker.journal.before_write = disk_full
+            broker.journal.writer.before_write = disk_full
             with pytest.raises(SendException):
                 sender.send(Message(body=b"lost", durable=True, inferred=True))
         finally:

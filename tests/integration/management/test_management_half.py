@@ -69,7 +69,7 @@ def test_commit_answers_once_durable(api, broker, channel, uid):
         "queues": [uid],
     }
     journal = broker.node.vhosts["/"].journal
-    assert call_in_loop(broker, lambda: journal.synced >= journal.position)
+    assert call_in_loop(broker, lambda: journal.writer.synced >= journal.position)
     assert ready(channel, uid) == 3
     assert uid not in [t["id"] for t in api.ok("GET", "/api/half-transactions")]
     # Repeating the decision is a no-op; the opposite one is for an ID no longer held.
