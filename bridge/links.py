@@ -118,11 +118,12 @@ class IncomingLink(ReceivingLink):
             codec, self.address.exchange, self.address.routing_key, body
         )
         if isinstance(first.state, TransactionalState):
-            self._post(first, message)
+            self._post(first, first.state, message)
             return
         self.vhost.publish(self.address.exchange, message.routing_key, message)
         if not first.settled:
-            delivery_id = int(first.delivery_id)
+            # An unsettled transfer without a delivery-id breaks the spec; int() refuses it.
+            delivery_id = int(first.delivery_id)  # type: ignore[arg-type]
             journal = self.vhost.journal
             journal.when_synced(
                 journal.position,
@@ -130,14 +131,15 @@ class IncomingLink(ReceivingLink):
                 lambda reason: self.session.reject_incoming(delivery_id, reason),
             )
 
-    def _post(self, first: Transfer, message: Any) -> None:
+    def _post(self, first: Transfer, posted: TransactionalState, message: Any) -> None:
         """Transactional posting: staged in the transaction, visible at its commit; the
         presumptive outcome goes back at once."""
-        declared = self.session.conn.transactions.lookup(first.state.txn_id)
+        declared = self.session.conn.transactions.lookup(posted.txn_id)
         self.vhost.publish(self.address.exchange, message.routing_key, message, tx=declared.tx)
         if not first.settled:
             state = TransactionalState(txn_id=declared.txn_id, outcome=Accepted())
-            self.session.send_disposition(int(first.delivery_id), state, role=True)
+            delivery_id = int(first.delivery_id)  # type: ignore[arg-type]  # as in on_transfer
+            self.session.send_disposition(delivery_id, state, role=True)
 
 
 class OutgoingLink(Consumer):

@@ -380,7 +380,7 @@ class Session:
         first = int(disposition.first)
         last = int(disposition.last) if disposition.last is not None else first
         if isinstance(disposition.state, TransactionalState):
-            self._retire(first, last, disposition)
+            self._retire(first, last, disposition, disposition.state)
             return
         settled = []
         for delivery_id in range(first, last + 1):
@@ -391,11 +391,12 @@ class Session:
             links.settle_outgoing(settled, disposition.state)
             self.resume()
 
-    def _retire(self, first: int, last: int, disposition: Disposition) -> None:
+    def _retire(
+        self, first: int, last: int, disposition: Disposition, state: TransactionalState
+    ) -> None:
         """Transactional retirement: the outcome is staged in the transaction. Deliveries the
         client settled leave the unsettled map now; the others stay until the commit applies
         the outcome (or, after a rollback, until the client settles them again)."""
-        state = disposition.state
         try:
             declared = self.conn.transactions.lookup(state.txn_id)
         except LinkError as err:

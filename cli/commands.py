@@ -49,8 +49,11 @@ def _serve_parameter(option: ServeOption) -> inspect.Parameter:
     annotation: Any = option.kind
     default = option.default
     if option.choices:
-        annotation = enum.StrEnum(option.name, {choice: choice for choice in option.choices})
-        default = annotation[default]
+        # An enum made at run time from the table: mypy only follows literal enum names.
+        choices = enum.StrEnum(  # type: ignore[misc]
+            option.name, {choice: choice for choice in option.choices}
+        )
+        annotation, default = choices, choices[default]
     elif default is None:
         annotation = option.kind | None
     names = () if option.negatable else (option.flag,)

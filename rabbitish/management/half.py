@@ -35,7 +35,12 @@ async def decide(vhost: VirtualHost, txn_id: str, commit: bool) -> dict[str, Any
         return None
     journal = vhost.journal
     synced = asyncio.get_running_loop().create_future()
-    journal.when_synced(journal.position, lambda: synced.done() or synced.set_result(None))
+
+    def durable() -> None:
+        if not synced.done():
+            synced.set_result(None)
+
+    journal.when_synced(journal.position, durable)
     await synced
     return {
         "id": txn_id,

@@ -61,8 +61,8 @@ def collect(node: Node, per_object: bool = False) -> list[Family]:
     queues = [(v.name, q) for v in vhosts for _, q in sorted(v.queues.items())]
     families = [Family(name, "gauge", text) for name, text in QUEUE_GAUGES]
     if per_object:
-        for vhost, queue in queues:
-            labels = {"vhost": vhost, "queue": queue.name}
+        for vhost_name, queue in queues:
+            labels = {"vhost": vhost_name, "queue": queue.name}
             for family, value in zip(families, _queue_values(queue), strict=True):
                 family.samples.append((labels, value))
     else:

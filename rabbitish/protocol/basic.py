@@ -118,10 +118,10 @@ def _collect(ch: Channel, tag: int, multiple: bool) -> list[Delivery]:
         for delivery in found:
             del unacked[delivery.tag]
         return found
-    delivery = unacked.pop(tag, None)
-    if delivery is None:
+    single = unacked.pop(tag, None)
+    if single is None:
         raise precondition_failed(f"unknown delivery tag {tag}")
-    return [delivery]
+    return [single]
 
 
 def ack(ch: Channel, tag: int, multiple: bool) -> None:
@@ -131,7 +131,8 @@ def ack(ch: Channel, tag: int, multiple: bool) -> None:
 
 
 def basic_reject(ch: Channel, method: commands.Basic.Reject, payload: bytes) -> None:
-    deliveries = _collect(ch, method.delivery_tag, False)
+    # pamqp types decoded arguments as optional; a decoded frame always carries them.
+    deliveries = _collect(ch, method.delivery_tag, False)  # type: ignore[arg-type]
     ch.settle(deliveries, Outcome.REQUEUE if method.requeue else Outcome.DISCARD)
 
 
@@ -229,7 +230,7 @@ def basic_cancel(ch: Channel, method: commands.Basic.Cancel, payload: bytes) -> 
         ch.vhost.reply_to_targets.pop(ch.reply_to_name, None)
         ch.reply_to_name = None
     else:
-        consumer = ch.consumers.pop(method.consumer_tag, None)
+        consumer = ch.consumers.pop(method.consumer_tag, None)  # type: ignore[arg-type]
     if not method.nowait:
         ch.conn.send_method(ch.id, commands.Basic.CancelOk(consumer_tag=method.consumer_tag))
     if consumer is not None:

@@ -26,6 +26,7 @@ from rabbitish.protocol.states import (
     ChannelAction,
     ChannelEvent,
     ChannelState,
+    ConnectionAction,
     Rule,
     channel_rule,
     next_channel_state,
@@ -90,8 +91,9 @@ class Channel:
         content = ContentAssembly(self, conn.max_message_size, self._advance, self.close_with_error)
         self._start_content = content.start
         # What each state's rule does with a frame (states.py): the content frames go straight
-        # to the assembly.
-        self._actions: dict[ChannelAction, FrameAction] = {
+        # to the assembly. Keyed by any rule's action type: a channel state's rules only ever
+        # name channel actions.
+        self._actions: dict[ChannelAction | ConnectionAction, FrameAction] = {
             ChannelAction.IGNORE: self._ignore,
             ChannelAction.REFUSE: self._refuse,
             ChannelAction.DISPATCH: self._dispatch,

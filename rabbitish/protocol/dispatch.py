@@ -15,9 +15,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from pamqp import commands
-
 from rabbitish.protocol import basic, outgoing, tx, wiring
+from rabbitish.protocol.framing import METHOD_INDEX
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,8 +69,7 @@ _BY_NAME: dict[str, Route] = {
 
 def routes_by_index(by_name: Mapping[str, Route]) -> dict[int, Route]:
     """The table keyed by method index ((class id << 16) | method id), as frames carry it."""
-    index = {cls.name: cls.index for cls in commands.INDEX_MAPPING.values()}
-    return {index[name]: route for name, route in by_name.items()}
+    return {METHOD_INDEX[name]: route for name, route in by_name.items()}
 
 
 ROUTES: Routes = routes_by_index(_BY_NAME)

@@ -37,6 +37,12 @@ _body_after_header = struct.Struct(">BBHI")  # frame-end octet, then a body fram
 _uint32 = struct.Struct(">I")
 
 KNOWN_METHODS = frozenset(commands.INDEX_MAPPING)
+# pamqp's method names ("Basic.Publish") -> method index ((class id << 16) | method id), for
+# tables written with names and looked up by the index frames carry. pamqp's table holds only
+# method classes; its inferred value type is plain `type`.
+METHOD_INDEX = {
+    cls.name: cls.index for cls in cast(list[type[Method]], list(commands.INDEX_MAPPING.values()))
+}
 
 
 class FrameSyncError(ConnectionError_):

@@ -15,12 +15,9 @@ has decided to hang up (`should_close`) it reads no more input, whatever its sta
 from __future__ import annotations
 
 import enum
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import NamedTuple, cast
-
-from pamqp import commands
-from pamqp.base import Frame
+from typing import NamedTuple
 
 from rabbitish.engine.errors import (
     CHANNEL_ERROR,
@@ -33,6 +30,7 @@ from rabbitish.protocol.framing import (
     FRAME_HEARTBEAT,
     FRAME_METHOD,
     KNOWN_METHODS,
+    METHOD_INDEX,
     method_ids,
     method_index,
 )
@@ -165,10 +163,7 @@ class StateRules:
 
 def _by_method(rules: Mapping[str, Rule]) -> dict[int, Rule]:
     """Method rules are written with pamqp names and looked up by method index."""
-    # pamqp's table holds only method classes; its inferred value type is plain `type`.
-    methods = cast(Iterable[type[Frame]], commands.INDEX_MAPPING.values())
-    index = {cls.name: cls.index for cls in methods}
-    return {index[name]: rule for name, rule in rules.items()}
+    return {METHOD_INDEX[name]: rule for name, rule in rules.items()}
 
 
 # ---------------------------------------------------------------------- the connection
