@@ -53,11 +53,13 @@ from rabbitish.bridge.session import Session, reply_description, session_conditi
 from rabbitish.bridge.transactions import TransactionTable
 
 from rabbitish.config import Config
-from rabbitish.engine.auth import Authorize, Peer, may_log_in_from
+from rabbitish.engine.auth import may_log_in_from
 from rabbitish.engine.errors import AMQPError, log_unexpected
 from rabbitish.engine.node import Node
-from rabbitish.engine.sessions import BufferedOutput, ConnectionView
+from rabbitish.engine.sessions import ConnectionView
 from rabbitish.engine.vhost import VirtualHost
+from rabbitish.frontend.lifecycle import ClientConnection
+from rabbitish.frontend.output import Chunk
 
 log = logging.getLogger("rabbitish.amqp10")
 
@@ -98,7 +100,7 @@ class ConnectionClosed(Exception):
         self.description = description
 
 
-class Connection10(BufferedOutput):
+class Connection10(ClientConnection):
     def __init__(
         self,
         node: Node,
@@ -106,11 +108,7 @@ class Connection10(BufferedOutput):
         peer: str = "",
         wake: Callable[[], None] | None = None,
     ) -> None:
-        super().__init__(config.max_pending_output)
-        self.node = node
-        self.config = config
-        self.peer = peer
-        self._wake = wake or (lambda: None)
+        super().__init__(node, config, peer, wake)
         self.state = State.AWAIT_OPEN
         self.reader = FrameReader(MIN_MAX_FRAME_SIZE)
         self.max_frame_size = config.frame_max  # ours until open, then the smaller of the two
@@ -118,30 +116,14 @@ class Connection10(BufferedOutput):
         self.idle_timeout_ms = config.heartbeat * 1000  # what we announce (0: none)
         self.remote_idle_timeout_ms = 0  # the peer's: we must send within half of it
         self.container_id = ""
-        self.client_properties: dict[str, Any] = {}
-        self.user: str | None = None
-        self.auth_mechanism = ""
-        self.peer_info = Peer()  # set by the I/O layer before start(): address, TLS client cert
-        self.authorize: Authorize | None = None  # the user's permission check, once open
-        self.vhost: VirtualHost | None = None
         self.sessions: dict[int, Session] = {}  # by our channel number
         self.transactions = TransactionTable(self)  # declared through any of its sessions
         self._remote_channels: dict[int, int] = {}  # peer's channel -> ours
         self._ending: set[int] = set()  # peer's channels whose session we ended, until its end
         self._held: list[Session] = []  # sessions batching frames until the next flush
         self._header = b""
-        self.should_close = False
-        self.close_reason: str | None = None
 
     # ------------------------------------------------------------------ output
-    def write(self, data: bytes) -> None:
-        if self.state is State.CLOSED:
-            return
-        if not self._out:
-            self._wake()
-        self._out.append(data)
-        self.out_size += len(data)
-
     def send(self, channel: int, body: Any, payload: bytes = b"") -> None:
         if self._held:
             self._release()
@@ -158,7 +140,7 @@ class Connection10(BufferedOutput):
         for session in held:
             session.flush()
 
-    def take_parts(self) -> list[Any]:
+    def take_parts(self) -> list[Chunk]:
         if self._held:
             self._release()  # accepts batched by sessions go out with this output
         return super().take_parts()
@@ -185,7 +167,7 @@ class Connection10(BufferedOutput):
             if outcome.user is None:
                 # No SASL and no anonymous user: the spec's answer is the SASL header, then go.
                 self.write(SASL_HEADER)
-                self._drop("a client without SASL and no anonymous user")
+                self.drop("a client without SASL and no anonymous user")
                 return
             self.user = outcome.user
             self.write(AMQP_HEADER)
@@ -227,7 +209,7 @@ class Connection10(BufferedOutput):
         while self.state is State.SASL and len(self._header) >= 8:
             size = int.from_bytes(self._header[:4], "big")
             if size < 8 or size > MIN_MAX_FRAME_SIZE:  # SASL frames are at most 512 bytes
-                self._drop(f"SASL frame of {size} bytes")
+                self.drop(f"SASL frame of {size} bytes")
                 return b""
             if len(self._header) < size:
                 return b""
@@ -249,7 +231,7 @@ class Connection10(BufferedOutput):
         self._header = b""
         if header != AMQP_HEADER:
             self.write(AMQP_HEADER)
-            self._drop("bad protocol header after SASL")
+            self.drop("bad protocol header after SASL")
             return b""
         self.write(AMQP_HEADER)
         self.state = State.AWAIT_OPEN
@@ -261,7 +243,7 @@ class Connection10(BufferedOutput):
         if not isinstance(body, ACCEPTS[self.state]):
             name = type(body).__name__ if body is not None else "empty frame"
             if self.state in (State.SASL, State.AWAIT_OPEN):
-                self._drop(f"{name} while {self.state.value}")
+                self.drop(f"{name} while {self.state.value}")
                 return
             raise ConnectionClosed(ILLEGAL_STATE, f"{name} while {self.state.value}")
         if self.state is State.SASL:
@@ -270,7 +252,7 @@ class Connection10(BufferedOutput):
             self._open(body)
         elif self.state is State.CLOSE_SENT:
             if isinstance(body, Close):
-                self._drop("closed")
+                self.drop("closed")
         elif body is None:
             return  # heartbeat
         elif isinstance(body, Close):
@@ -281,7 +263,7 @@ class Connection10(BufferedOutput):
     # ------------------------------------------------------------------ SASL and open
     def _sasl(self, frame: Frame) -> None:
         if frame.type != FRAME_SASL or not isinstance(frame.body, SaslInit):
-            self._drop("unexpected SASL frame")
+            self.drop("unexpected SASL frame")
             return
         init = frame.body
         outcome = sasl.authenticate(
@@ -294,7 +276,7 @@ class Connection10(BufferedOutput):
         )
         self.write(encode_frame(0, SaslOutcome(code=outcome.code), frame_type=FRAME_SASL))
         if outcome.user is None:
-            self._drop("authentication failed")
+            self.drop("authentication failed")
             return
         self.user = outcome.user
         self.auth_mechanism = str(init.mechanism)
@@ -324,9 +306,7 @@ class Connection10(BufferedOutput):
         vhost = self._vhost_for(open_.hostname)
         if vhost is None or not self.node.users.may_access(self.user or "", vhost.name):
             return  # self.vhost stays None
-        self.vhost = vhost
-        self.authorize = self.node.users.authorizer(self.user, vhost.name)
-        self.node.connections.add(self)
+        self.enter_vhost(vhost)
 
     @staticmethod
     def _vhost_name(hostname: str | None) -> str:
@@ -417,7 +397,7 @@ class Connection10(BufferedOutput):
         if self.state in (State.CLOSED, State.CLOSE_SENT) or self.should_close:
             return
         if self.state in (State.SASL, State.AWAIT_HEADER):
-            self._drop(f"{condition}: {description}")
+            self.drop(f"{condition}: {description}")
             return
         self._teardown()
         error = Error(condition=Symbol(condition), description=description or None)
@@ -431,28 +411,20 @@ class Connection10(BufferedOutput):
         if self.state is State.OPENED and not self.should_close:
             self._error(FORCED, text)
         else:
-            self._drop(text)
+            self.drop(text)
 
-    def _drop(self, reason: str) -> None:
-        self.close_reason = reason
-        self.should_close = True
-
-    def _teardown(self) -> None:
+    def _release_sessions(self) -> int:
+        """Roll back the connection's transactions, then end every session."""
         self.transactions.rollback_all()
         for session in list(self.sessions.values()):
             session.teardown()
-        self.node.churn["channel_closed"] += len(self.sessions)
+        released = len(self.sessions)
         self.sessions.clear()
         self._remote_channels.clear()
-        if self.vhost is not None:
-            self.vhost.owner_closed(self)
-        self.node.connections.discard(self)
+        return released
 
-    def lost(self) -> None:
-        if self.state is not State.CLOSED:
-            self._teardown()
-            self.state = State.CLOSED
-            self._out.clear()
+    def _socket_gone(self) -> None:
+        self.state = State.CLOSED
 
     def heartbeat_frame(self) -> None:
         self.write(encode_frame(0, None))

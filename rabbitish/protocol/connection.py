@@ -26,7 +26,7 @@ from pamqp import commands
 from pamqp.base import Frame as Method
 
 from rabbitish.config import Config
-from rabbitish.engine.auth import Authorize, Peer, may_log_in_from
+from rabbitish.engine.auth import may_log_in_from
 from rabbitish.engine.errors import (
     MAX_MESSAGE_SIZE,
     AMQPError,
@@ -35,8 +35,8 @@ from rabbitish.engine.errors import (
     log_unexpected,
 )
 from rabbitish.engine.node import Node
-from rabbitish.engine.sessions import BufferedOutput, ConnectionView
-from rabbitish.engine.vhost import VirtualHost
+from rabbitish.engine.sessions import ConnectionView
+from rabbitish.frontend.lifecycle import ClientConnection
 from rabbitish.protocol import sasl
 from rabbitish.protocol.channel import Channel
 from rabbitish.protocol.dispatch import ROUTES, Routes
@@ -44,7 +44,6 @@ from rabbitish.protocol.framing import (
     HEARTBEAT_FRAME,
     BadFrame,
     BadUtf8,
-    Chunk,
     FrameReader,
     FrameSyncError,
     MalformedTable,
@@ -96,7 +95,7 @@ class DropConnection(Exception):
 SILENT_CLOSE_DELAY = 3.0  # RabbitMQ's wait before closing after a refused handshake
 
 
-class Connection(BufferedOutput):
+class Connection(ClientConnection):
     """Protocol state of one client connection."""
 
     def __init__(
@@ -108,10 +107,7 @@ class Connection(BufferedOutput):
         version: str = "3.13.7",
         routes: Routes = ROUTES,
     ) -> None:
-        super().__init__(config.max_pending_output)
-        self.node = node
-        self.config = config
-        self.peer = peer
+        super().__init__(node, config, peer, wake)
         self.version = version
         self.routes = routes  # the method handlers every channel of this connection uses
         self.state = ConnectionState.AWAIT_START_OK  # once start() sent connection.start
@@ -122,38 +118,13 @@ class Connection(BufferedOutput):
         # Larger bodies are refused (406); as RabbitMQ, never above its hard limit of 512 MiB.
         self.max_message_size = min(config.max_message_size, MAX_MESSAGE_SIZE)
         self.channels: dict[int, Channel] = {}
-        self.vhost: VirtualHost | None = None
-        self.user: str | None = None
-        self.peer_info = Peer()  # set by the I/O layer before start(): address, TLS client cert
-        self.authorize: Authorize | None = None  # the user's permission check, once open
-        self.client_properties: dict[str, Any] = {}
         self.capabilities: dict[str, Any] = {}
-        self.auth_mechanism = ""
-        self._wake = wake or (lambda: None)
-        self.should_close = False  # the I/O layer closes the socket once output is flushed
-        self.linger = False  # ...after reading nothing more for a moment (the peer may go first)
-        self.close_reason: str | None = None
+        self.linger = False  # after should_close: read nothing more for a moment (see the top)
         self.close_wait: float | None = None  # longest wait for close-ok (None: I/O default)
         # Work to finish once the current input batch is processed (tx.commit-ok).
         self.pending_completions: list[Callable[[], None]] = []
 
     # ------------------------------------------------------------------ output
-    def write(self, data: bytes) -> None:
-        if self.state is _CLOSED:  # the socket is gone
-            return
-        if not self._out:
-            self._wake()
-        self._out.append(data)
-        self.out_size += len(data)
-
-    def write_many(self, parts: list[Chunk]) -> None:
-        if self.state is _CLOSED or not parts:
-            return
-        if not self._out:
-            self._wake()
-        self._out.extend(parts)
-        self.out_size += sum(map(len, parts))
-
     def send_method(self, channel: int, method: Method) -> None:
         self.write(encode_method(channel, method))
 
@@ -179,7 +150,7 @@ class Connection(BufferedOutput):
                 if self.should_close or self.state is _CLOSED:
                     return
         except DropConnection as drop:
-            self._drop(str(drop), drop.linger)
+            self.drop(str(drop), drop.linger)
         except FrameSyncError as error:
             self._lost_sync(error)
         except AMQPError as error:
@@ -339,7 +310,7 @@ class Connection(BufferedOutput):
             self._close_with(error)
             self.close_wait = SILENT_CLOSE_DELAY
             return
-        self._drop("authentication failed", linger=True)
+        self.drop("authentication failed", linger=True)
 
     def _tune_ok(self, rule: Rule, ftype: int, payload: bytes, method: Method | None) -> None:
         """The client's values must lie within ours; 0 (no limit) is refused because we have
@@ -375,10 +346,8 @@ class Connection(BufferedOutput):
                 ).at(10, 40)
             )
             return
-        self.vhost = vhost
-        self.authorize = self.node.users.authorizer(self.user, vhost.name)
+        self.enter_vhost(vhost)
         self._advance(ConnectionEvent.OPENED)
-        self.node.connections.add(self)
         self.send_method(0, commands.Connection.OpenOk())
 
     # ------------------------------------------------------------------ closing
@@ -389,7 +358,7 @@ class Connection(BufferedOutput):
         if policy is OnError.CLOSE:
             self._close_with(error)
         elif policy is OnError.DROP:
-            self._drop(f"error in state {self.state.name}: {error.reply_text}", linger=True)
+            self.drop(f"error in state {self.state.name}: {error.reply_text}", linger=True)
 
     def _lost_sync(self, error: FrameSyncError) -> None:
         """Frame error: say why, then read nothing more and let the socket go."""
@@ -399,7 +368,7 @@ class Connection(BufferedOutput):
             self.should_close = True
             self.linger = True
         elif policy is OnError.DROP:
-            self._drop(f"frame error: {error.reply_text}", linger=True)
+            self.drop(f"frame error: {error.reply_text}", linger=True)
 
     def _close_with(self, error: AMQPError) -> None:
         self.close_reason = error.reply_text
@@ -412,10 +381,9 @@ class Connection(BufferedOutput):
             encode_close(0, CONNECTION_CLOSE, error.reply_code, error.reply_text, *_ids(error))
         )
 
-    def _drop(self, reason: str, linger: bool = False) -> None:
+    def drop(self, reason: str, linger: bool = False) -> None:
         """Close the socket after flushing output, no close method (`linger`: see the top)."""
-        self.close_reason = reason
-        self.should_close = True
+        super().drop(reason)
         self.linger = linger
 
     def server_close(self, reply_code: int, text: str) -> None:
@@ -424,25 +392,18 @@ class Connection(BufferedOutput):
         if policy is OnError.CLOSE:
             self._close_with(ConnectionError_(reply_code, text))
         elif policy is OnError.DROP:
-            self._drop(text)
+            self.drop(text)
 
-    def _teardown(self) -> None:
-        """Release everything the connection holds: channels (requeueing their unacked
-        messages), exclusive queues, reply-to registrations."""
+    def _release_sessions(self) -> int:
+        """Close every channel (requeueing its unacked messages)."""
         for channel in list(self.channels.values()):
             channel.connection_closed()
-        self.node.churn["channel_closed"] += len(self.channels)
+        released = len(self.channels)
         self.channels.clear()
-        if self.vhost is not None:
-            self.vhost.owner_closed(self)
-        self.node.connections.discard(self)
+        return released
 
-    def lost(self) -> None:
-        """The socket is gone (peer closed, heartbeat missed, error)."""
-        if self.state is not _CLOSED:
-            self._teardown()
-            self._advance(ConnectionEvent.LOST)
-            self._out.clear()
+    def _socket_gone(self) -> None:
+        self._advance(ConnectionEvent.LOST)
 
     def view(self) -> ConnectionView:
         return ConnectionView(
