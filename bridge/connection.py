@@ -53,7 +53,6 @@ from rabbitish.bridge.session import Session, reply_description, session_conditi
 from rabbitish.bridge.transactions import TransactionTable
 
 from rabbitish.config import Config
-from rabbitish.engine.auth import may_log_in_from
 from rabbitish.engine.errors import AMQPError, log_unexpected
 from rabbitish.engine.node import Node
 from rabbitish.engine.sessions import ConnectionView
@@ -159,11 +158,7 @@ class Connection10(ClientConnection):
             offered = SaslMechanisms(sasl_server_mechanisms=[Symbol(m) for m in mechanisms])
             self.write(encode_frame(0, offered, frame_type=FRAME_SASL))
         else:
-            outcome = sasl.login_anonymously(self.node.users, self.config.anonymous_user)
-            if outcome.user is not None and not may_log_in_from(
-                outcome.user, self.peer_info, self.config.loopback_users
-            ):
-                outcome = sasl.Outcome(sasl.AUTH)
+            outcome = self._authenticate(sasl.ANONYMOUS, None)
             if outcome.user is None:
                 # No SASL and no anonymous user: the spec's answer is the SASL header, then go.
                 self.write(SASL_HEADER)
@@ -266,14 +261,7 @@ class Connection10(ClientConnection):
             self.drop("unexpected SASL frame")
             return
         init = frame.body
-        outcome = sasl.authenticate(
-            self.node.users,
-            self.config.anonymous_user,
-            str(init.mechanism),
-            init.initial_response,
-            self.peer_info,
-            self.config.loopback_users,
-        )
+        outcome = self._authenticate(str(init.mechanism), init.initial_response)
         self.write(encode_frame(0, SaslOutcome(code=outcome.code), frame_type=FRAME_SASL))
         if outcome.user is None:
             self.drop("authentication failed")
@@ -281,6 +269,16 @@ class Connection10(ClientConnection):
         self.user = outcome.user
         self.auth_mechanism = str(init.mechanism)
         self.state = State.AWAIT_HEADER
+
+    def _authenticate(self, mechanism: str, response: bytes | None) -> sasl.Outcome:
+        return sasl.authenticate(
+            self.node.users,
+            self.config.anonymous_user,
+            mechanism,
+            response,
+            self.peer_info,
+            self.config.loopback_users,
+        )
 
     def _open(self, open_: Open) -> None:
         self.container_id = open_.container_id

@@ -26,7 +26,6 @@ from pamqp import commands
 from pamqp.base import Frame as Method
 
 from rabbitish.config import Config
-from rabbitish.engine.auth import may_log_in_from
 from rabbitish.engine.errors import (
     MAX_MESSAGE_SIZE,
     AMQPError,
@@ -37,6 +36,7 @@ from rabbitish.engine.errors import (
 from rabbitish.engine.node import Node
 from rabbitish.engine.sessions import ConnectionView
 from rabbitish.frontend.lifecycle import ClientConnection
+from rabbitish.frontend.sasl import Refusal
 from rabbitish.protocol import sasl
 from rabbitish.protocol.channel import Channel
 from rabbitish.protocol.dispatch import ROUTES, Routes
@@ -275,19 +275,25 @@ class Connection(ClientConnection):
         self.capabilities = caps if isinstance(caps, dict) else {}
         mechanism = method.mechanism
         try:
-            user = sasl.login(self.node.users, self.peer_info, mechanism, method.response)
+            login = sasl.login(
+                self.node.users,
+                self.peer_info,
+                mechanism,
+                method.response,
+                self.config.loopback_users,
+            )
         except sasl.MalformedResponse as err:
             raise DropConnection(str(err), linger=True) from err
-        if user is None:
+        if login.user is None:
+            if login.refusal is Refusal.LOOPBACK_ONLY:
+                log.warning(
+                    "%s login refused: user '%s' can only connect via localhost",
+                    mechanism,
+                    login.refused_user,
+                )
             self._refuse_login(mechanism)
             return
-        if not may_log_in_from(user.name, self.peer_info, self.config.loopback_users):
-            log.warning(
-                "%s login refused: user '%s' can only connect via localhost", mechanism, user.name
-            )
-            self._refuse_login(mechanism)
-            return
-        self.user = user.name
+        self.user = login.user
         self.auth_mechanism = mechanism
         self._advance(ConnectionEvent.STARTED)
         self.send_method(
@@ -302,12 +308,7 @@ class Connection(ClientConnection):
     def _refuse_login(self, mechanism: str) -> None:
         """403 for clients that asked to be told (then close-ok or 3 s), silence otherwise."""
         if self.capabilities.get("authentication_failure_close"):
-            error = ConnectionError_(
-                403,
-                f"Login was refused using authentication mechanism {mechanism}. "
-                "For details see the broker logfile.",
-            )
-            self._close_with(error)
+            self._close_with(ConnectionError_(403, sasl.refused_text(mechanism)))
             self.close_wait = SILENT_CLOSE_DELAY
             return
         self.drop("authentication failed", linger=True)
