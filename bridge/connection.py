@@ -404,6 +404,10 @@ class Connection10(ClientConnection):
         self.state = State.CLOSE_SENT
         self.should_close = True
 
+    def idle_time_out_expired(self) -> None:
+        """The peer sent nothing for our whole idle-time-out."""
+        self._error("amqp:resource-limit-exceeded", "local-idle-timeout expired")
+
     def server_close(self, reply_code: int, text: str) -> None:
         """Broker-initiated close (management API, shutdown): connection:forced."""
         if self.state is State.OPENED and not self.should_close:
