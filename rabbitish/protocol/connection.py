@@ -1,8 +1,8 @@
 """One 0-9-1 connection, sans-IO: `receive(bytes)` in; frames accumulate in an output list that
 the I/O layer drains (`take_output`). The I/O layer reads the protocol header and calls `start`
-with the bytes that followed it. Handles the handshake (start, tune, open), the channel table,
-connection.close both ways and connection-level errors; which frame each state accepts is in
-states.py. Channel work goes to protocol.channel.
+with the bytes that followed it. Holds the channel table, connection.close both ways and
+connection-level errors; which frame each state accepts is in states.py. The handshake's steps
+(start, tune, open) are in handshake.py, channel work in protocol.channel.
 
 Error handling follows RabbitMQ's reader: once open, a hard error sends connection.close and
 waits for close-ok; a frame error (the stream is out of sync) sends connection.close and stops
@@ -36,8 +36,7 @@ from rabbitish.engine.errors import (
 from rabbitish.engine.node import Node
 from rabbitish.engine.sessions import ConnectionView
 from rabbitish.frontend.lifecycle import ClientConnection
-from rabbitish.frontend.sasl import Refusal
-from rabbitish.protocol import sasl
+from rabbitish.protocol import handshake
 from rabbitish.protocol.channel import Channel
 from rabbitish.protocol.dispatch import ROUTES, Routes
 from rabbitish.protocol.framing import (
@@ -57,7 +56,7 @@ from rabbitish.protocol.framing import (
     unexpected_frame_type,
     unknown_frame,
 )
-from rabbitish.protocol.handshake import start_frame
+from rabbitish.protocol.handshake import MIN_FRAME_MAX
 from rabbitish.protocol.states import (
     ChannelAction,
     ChannelState,
@@ -75,7 +74,6 @@ from rabbitish.protocol.states import (
 
 log = logging.getLogger("rabbitish.connection")
 
-MIN_FRAME_MAX = 4096
 CONNECTION_CLOSE = 0x000A0032
 
 _CLOSED = ConnectionState.CLOSED
@@ -90,9 +88,6 @@ class DropConnection(Exception):
     def __init__(self, reason: str, linger: bool = False) -> None:
         super().__init__(reason)
         self.linger = linger
-
-
-SILENT_CLOSE_DELAY = 3.0  # RabbitMQ's wait before closing after a refused handshake
 
 
 class Connection(ClientConnection):
@@ -136,7 +131,7 @@ class Connection(ClientConnection):
     def start(self, data: bytes = b"") -> None:
         """The I/O layer accepted the protocol header: send connection.start, then read `data`,
         the bytes that came in after the header."""
-        self.write(start_frame(self.version, sasl.offered(self.peer_info)))
+        handshake.start(self)
         if data:
             self.receive(data)
 
@@ -194,7 +189,8 @@ class Connection(ClientConnection):
                 raise frame_error("Malformed UTF-8 in shortstr").at(*method_ids(payload)) from err
             raise ConnectionError_(541, "") from err
 
-    def _advance(self, event: ConnectionEvent) -> None:
+    def advance(self, event: ConnectionEvent) -> None:
+        """Move to the state states.py names for `event` in the current one."""
         self.state = next_connection_state(self.state, event)
 
     def _decode(self, payload: bytes) -> Method:
@@ -256,7 +252,7 @@ class Connection(ClientConnection):
         """The client closes: release everything, close-ok, and let the client hang up."""
         self._teardown()
         self.send_method(0, commands.Connection.CloseOk())
-        self._advance(ConnectionEvent.CLOSE_ANSWERED)
+        self.advance(ConnectionEvent.CLOSE_ANSWERED)
         self.close_reason = "client closed"
 
     def _update_secret(self, rule: Rule, ftype: int, payload: bytes, method: Method | None) -> None:
@@ -270,86 +266,15 @@ class Connection(ClientConnection):
 
     def _start_ok(self, rule: Rule, ftype: int, payload: bytes, method: Method | None) -> None:
         assert isinstance(method, commands.Connection.StartOk)
-        self.client_properties = method.client_properties or {}
-        caps = self.client_properties.get("capabilities")
-        self.capabilities = caps if isinstance(caps, dict) else {}
-        mechanism = method.mechanism
-        try:
-            login = sasl.login(
-                self.node.users,
-                self.peer_info,
-                mechanism,
-                method.response,
-                self.config.loopback_users,
-            )
-        except sasl.MalformedResponse as err:
-            raise DropConnection(str(err), linger=True) from err
-        if login.user is None:
-            if login.refusal is Refusal.LOOPBACK_ONLY:
-                log.warning(
-                    "%s login refused: user '%s' can only connect via localhost",
-                    mechanism,
-                    login.refused_user,
-                )
-            self._refuse_login(mechanism)
-            return
-        self.user = login.user
-        self.auth_mechanism = mechanism
-        self._advance(ConnectionEvent.STARTED)
-        self.send_method(
-            0,
-            commands.Connection.Tune(
-                channel_max=self.config.channel_max,
-                frame_max=self.config.frame_max,
-                heartbeat=self.config.heartbeat,
-            ),
-        )
-
-    def _refuse_login(self, mechanism: str) -> None:
-        """403 for clients that asked to be told (then close-ok or 3 s), silence otherwise."""
-        if self.capabilities.get("authentication_failure_close"):
-            self._close_with(ConnectionError_(403, sasl.refused_text(mechanism)))
-            self.close_wait = SILENT_CLOSE_DELAY
-            return
-        self.drop("authentication failed", linger=True)
+        handshake.start_ok(self, method)
 
     def _tune_ok(self, rule: Rule, ftype: int, payload: bytes, method: Method | None) -> None:
-        """The client's values must lie within ours; 0 (no limit) is refused because we have
-        limits. RabbitMQ closes the socket silently on a refusal."""
         assert isinstance(method, commands.Connection.TuneOk)
-        self._check_tuned("frame_max", method.frame_max, MIN_FRAME_MAX, self.config.frame_max)
-        self._check_tuned("channel_max", method.channel_max, 1, self.config.channel_max)
-        self.frame_max = method.frame_max
-        self.channel_max = method.channel_max
-        self.heartbeat = method.heartbeat
-        self.reader.frame_max = method.frame_max
-        self._advance(ConnectionEvent.TUNED)
-
-    @staticmethod
-    def _check_tuned(field: str, value: int, minimum: int, maximum: int) -> None:
-        if value == 0 or value > maximum:
-            raise DropConnection(f"negotiated {field} = {value} is above {maximum}", linger=True)
-        if value < minimum:
-            raise DropConnection(f"negotiated {field} = {value} is below {minimum}", linger=True)
+        handshake.tune_ok(self, method)
 
     def _open(self, rule: Rule, ftype: int, payload: bytes, method: Method | None) -> None:
         assert isinstance(method, commands.Connection.Open)
-        vhost = self.node.vhost(method.virtual_host)
-        if vhost is None:
-            self._close_with(
-                ConnectionError_(530, f"vhost {method.virtual_host} not found").at(10, 40)
-            )
-            return
-        if not self.node.users.may_access(self.user or "", vhost.name):
-            self._close_with(
-                ConnectionError_(
-                    530, f"access to vhost '{vhost.name}' refused for user '{self.user}'"
-                ).at(10, 40)
-            )
-            return
-        self.enter_vhost(vhost)
-        self._advance(ConnectionEvent.OPENED)
-        self.send_method(0, commands.Connection.OpenOk())
+        handshake.open_vhost(self, method)
 
     # ------------------------------------------------------------------ closing
     def connection_error(self, error: AMQPError) -> None:
@@ -357,7 +282,7 @@ class Connection(ClientConnection):
         policies = error_policy(self.state, self.should_close)
         policy = policies.bad_frame if isinstance(error, BadFrame) else policies.error
         if policy is OnError.CLOSE:
-            self._close_with(error)
+            self.close_with(error)
         elif policy is OnError.DROP:
             self.drop(f"error in state {self.state.name}: {error.reply_text}", linger=True)
 
@@ -365,17 +290,18 @@ class Connection(ClientConnection):
         """Frame error: say why, then read nothing more and let the socket go."""
         policy = error_policy(self.state, self.should_close).frame_sync
         if policy is OnError.CLOSE:
-            self._close_with(error)
+            self.close_with(error)
             self.should_close = True
             self.linger = True
         elif policy is OnError.DROP:
             self.drop(f"frame error: {error.reply_text}", linger=True)
 
-    def _close_with(self, error: AMQPError) -> None:
+    def close_with(self, error: AMQPError) -> None:
+        """connection.close with `error`, after releasing everything; close-ok ends it."""
         self.close_reason = error.reply_text
         self._teardown()
         self._write_close(error)
-        self._advance(ConnectionEvent.CLOSE_SENT)
+        self.advance(ConnectionEvent.CLOSE_SENT)
 
     def _write_close(self, error: AMQPError) -> None:
         self.write(
@@ -391,7 +317,7 @@ class Connection(ClientConnection):
         """Broker-initiated close, e.g. 320 CONNECTION_FORCED on shutdown."""
         policy = error_policy(self.state, self.should_close).server_close
         if policy is OnError.CLOSE:
-            self._close_with(ConnectionError_(reply_code, text))
+            self.close_with(ConnectionError_(reply_code, text))
         elif policy is OnError.DROP:
             self.drop(text)
 
@@ -404,7 +330,7 @@ class Connection(ClientConnection):
         return released
 
     def _socket_gone(self) -> None:
-        self._advance(ConnectionEvent.LOST)
+        self.advance(ConnectionEvent.LOST)
 
     def view(self) -> ConnectionView:
         return ConnectionView(

@@ -24,7 +24,8 @@ from pamqp import commands
 
 from rabbitish.config import Config
 from rabbitish.engine.node import Node
-from rabbitish.protocol.connection import SILENT_CLOSE_DELAY, Connection
+from rabbitish.protocol.connection import Connection
+from rabbitish.protocol.handshake import SILENT_CLOSE_DELAY
 from rabbitish.protocol.states import TUNED_STATES, ConnectionState
 from rabbitish.server.socket_protocol import SocketProtocol
 
