@@ -404,8 +404,8 @@ class Connection10(ClientConnection):
         self.state = State.CLOSE_SENT
         self.should_close = True
 
-    def idle_time_out_expired(self) -> None:
-        """The peer sent nothing for our whole idle-time-out."""
+    def idle_timed_out(self) -> None:
+        """The peer sent nothing for our whole idle-time-out: close as the spec says."""
         self._error("amqp:resource-limit-exceeded", "local-idle-timeout expired")
 
     def server_close(self, reply_code: int, text: str) -> None:

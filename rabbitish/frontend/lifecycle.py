@@ -11,6 +11,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from rabbitish.engine.auth import Authorize, Peer
+from rabbitish.engine.sessions import ConnectionView
 from rabbitish.frontend.output import BufferedOutput
 
 if TYPE_CHECKING:
@@ -75,6 +76,10 @@ class ClientConnection(BufferedOutput):
 
     def _socket_gone(self) -> None:
         """Move the protocol's state machine to its final state."""
+        raise NotImplementedError
+
+    def view(self) -> ConnectionView:
+        """Its state now, with its sessions and their links, as the protocol reports it."""
         raise NotImplementedError
 
     def server_close(self, reply_code: int, text: str) -> None:

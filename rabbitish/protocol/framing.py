@@ -13,7 +13,7 @@ from pamqp.base import Frame as Method
 
 from rabbitish.engine import erlang_terms
 from rabbitish.engine.errors import FRAME_ERROR, UNEXPECTED_FRAME, ConnectionError_, frame_error
-from rabbitish.frontend.output import Chunk
+from rabbitish.frontend.output import Chunk as Chunk  # written here, used by the channel
 from rabbitish.protocol.field_tables import decode_table
 
 FRAME_METHOD = 1

@@ -61,7 +61,7 @@ class Amqp10ServerProtocol(SocketProtocol):
 
     def _peer_silent(self, conn: Connection10) -> None:
         log.warning("AMQP 1.0 client %s idle for %s ms", conn.peer, conn.idle_timeout_ms)
-        conn.idle_time_out_expired()
+        conn.idle_timed_out()
         self._flush()
 
     def force_close(self, reply_code: int, text: str) -> None:

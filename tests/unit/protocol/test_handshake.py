@@ -1,6 +1,6 @@
 """The 0-9-1 handshake (rabbitish/protocol/handshake.py) driven by bytes through a Connection
 with no socket (tests/unit/harness.py): what each step negotiates and how each refusal looks on
-the wire. The basic walk, the 403 and the missing vhost are in test_connection_sans_io.py."""
+the wire. The basic walk, the 403 and the missing vhost are tested with the connection."""
 
 from __future__ import annotations
 
