@@ -53,11 +53,12 @@ from rabbitish.bridge.session import Session, reply_description, session_conditi
 from rabbitish.bridge.transactions import TransactionTable
 
 from rabbitish.config import Config
-from rabbitish.engine.auth import Authorize, Peer, may_log_in_from
 from rabbitish.engine.errors import AMQPError, log_unexpected
 from rabbitish.engine.node import Node
-from rabbitish.engine.sessions import BufferedOutput, ConnectionView, SocketStats
+from rabbitish.engine.sessions import ConnectionView
 from rabbitish.engine.vhost import VirtualHost
+from rabbitish.frontend.lifecycle import ClientConnection
+from rabbitish.frontend.output import Chunk
 
 log = logging.getLogger("rabbitish.amqp10")
 
@@ -98,7 +99,7 @@ class ConnectionClosed(Exception):
         self.description = description
 
 
-class Connection10(BufferedOutput):
+class Connection10(ClientConnection):
     """Protocol state of one AMQP 1.0 connection (the broker's `FrontEndConnection`)."""
 
     protocol = "AMQP 1-0"
@@ -110,11 +111,7 @@ class Connection10(BufferedOutput):
         peer: str = "",
         wake: Callable[[], None] | None = None,
     ) -> None:
-        super().__init__(config.max_pending_output)
-        self.node = node
-        self.config = config
-        self.peer = peer
-        self._wake = wake or (lambda: None)
+        super().__init__(node, config, peer, wake)
         self.state = State.AWAIT_OPEN
         self.reader = FrameReader(MIN_MAX_FRAME_SIZE)
         self.max_frame_size = config.frame_max  # ours until open, then the smaller of the two
@@ -122,31 +119,14 @@ class Connection10(BufferedOutput):
         self.idle_timeout_ms = config.heartbeat * 1000  # what we announce (0: none)
         self.remote_idle_timeout_ms = 0  # the peer's: we must send within half of it
         self.container_id = ""
-        self.client_properties: dict[str, Any] = {}
-        self.user: str | None = None
-        self.auth_mechanism = ""
-        self.peer_info = Peer()  # set by the I/O layer before start(): address, TLS client cert
-        self.socket = SocketStats()  # replaced by the I/O layer's, which it keeps counting
-        self.authorize: Authorize | None = None  # the user's permission check, once open
-        self.vhost: VirtualHost | None = None
         self.sessions: dict[int, Session] = {}  # by our channel number
         self.transactions = TransactionTable(self)  # declared through any of its sessions
         self._remote_channels: dict[int, int] = {}  # peer's channel -> ours
         self._ending: set[int] = set()  # peer's channels whose session we ended, until its end
         self._held: list[Session] = []  # sessions batching frames until the next flush
         self._header = b""
-        self.should_close = False
-        self.close_reason: str | None = None
 
     # ------------------------------------------------------------------ output
-    def write(self, data: bytes) -> None:
-        if self.state is State.CLOSED:
-            return
-        if not self._out:
-            self._wake()
-        self._out.append(data)
-        self.out_size += len(data)
-
     def send(self, channel: int, body: Any, payload: bytes = b"") -> None:
         if self._held:
             self._release()
@@ -163,7 +143,7 @@ class Connection10(BufferedOutput):
         for session in held:
             session.flush()
 
-    def take_parts(self) -> list[Any]:
+    def take_parts(self) -> list[Chunk]:
         if self._held:
             self._release()  # accepts batched by sessions go out with this output
         return super().take_parts()
@@ -182,15 +162,11 @@ class Connection10(BufferedOutput):
             offered = SaslMechanisms(sasl_server_mechanisms=[Symbol(m) for m in mechanisms])
             self.write(encode_frame(0, offered, frame_type=FRAME_SASL))
         else:
-            outcome = sasl.login_anonymously(self.node.users, self.config.anonymous_user)
-            if outcome.user is not None and not may_log_in_from(
-                outcome.user, self.peer_info, self.config.loopback_users
-            ):
-                outcome = sasl.Outcome(sasl.AUTH)
+            outcome = self._authenticate(sasl.ANONYMOUS, None)
             if outcome.user is None:
                 # No SASL and no anonymous user: the spec's answer is the SASL header, then go.
                 self.write(SASL_HEADER)
-                self._drop("a client without SASL and no anonymous user")
+                self.drop("a client without SASL and no anonymous user")
                 return
             self.user = outcome.user
             self.write(AMQP_HEADER)
@@ -210,7 +186,8 @@ class Connection10(BufferedOutput):
                 return
             for frame in self.reader.feed(data):
                 self._handle(frame)
-                if self.should_close or self.state is State.CLOSED:
+                # _handle may have closed us: mypy keeps the narrowing from before the loop.
+                if self.should_close or self.state is State.CLOSED:  # type: ignore[comparison-overlap]
                     return
         except FramingError as err:
             self._error(FRAMING_ERROR, str(err))
@@ -232,7 +209,7 @@ class Connection10(BufferedOutput):
         while self.state is State.SASL and len(self._header) >= 8:
             size = int.from_bytes(self._header[:4], "big")
             if size < 8 or size > MIN_MAX_FRAME_SIZE:  # SASL frames are at most 512 bytes
-                self._drop(f"SASL frame of {size} bytes")
+                self.drop(f"SASL frame of {size} bytes")
                 return b""
             if len(self._header) < size:
                 return b""
@@ -254,7 +231,7 @@ class Connection10(BufferedOutput):
         self._header = b""
         if header != AMQP_HEADER:
             self.write(AMQP_HEADER)
-            self._drop("bad protocol header after SASL")
+            self.drop("bad protocol header after SASL")
             return b""
         self.write(AMQP_HEADER)
         self.state = State.AWAIT_OPEN
@@ -266,7 +243,7 @@ class Connection10(BufferedOutput):
         if not isinstance(body, ACCEPTS[self.state]):
             name = type(body).__name__ if body is not None else "empty frame"
             if self.state in (State.SASL, State.AWAIT_OPEN):
-                self._drop(f"{name} while {self.state.value}")
+                self.drop(f"{name} while {self.state.value}")
                 return
             raise ConnectionClosed(ILLEGAL_STATE, f"{name} while {self.state.value}")
         if self.state is State.SASL:
@@ -275,7 +252,7 @@ class Connection10(BufferedOutput):
             self._open(body)
         elif self.state is State.CLOSE_SENT:
             if isinstance(body, Close):
-                self._drop("closed")
+                self.drop("closed")
         elif body is None:
             return  # heartbeat
         elif isinstance(body, Close):
@@ -286,24 +263,27 @@ class Connection10(BufferedOutput):
     # ------------------------------------------------------------------ SASL and open
     def _sasl(self, frame: Frame) -> None:
         if frame.type != FRAME_SASL or not isinstance(frame.body, SaslInit):
-            self._drop("unexpected SASL frame")
+            self.drop("unexpected SASL frame")
             return
         init = frame.body
-        outcome = sasl.authenticate(
-            self.node.users,
-            self.config.anonymous_user,
-            str(init.mechanism),
-            init.initial_response,
-            self.peer_info,
-            self.config.loopback_users,
-        )
+        outcome = self._authenticate(str(init.mechanism), init.initial_response)
         self.write(encode_frame(0, SaslOutcome(code=outcome.code), frame_type=FRAME_SASL))
         if outcome.user is None:
-            self._drop("authentication failed")
+            self.drop("authentication failed")
             return
         self.user = outcome.user
         self.auth_mechanism = str(init.mechanism)
         self.state = State.AWAIT_HEADER
+
+    def _authenticate(self, mechanism: str, response: bytes | None) -> sasl.Outcome:
+        return sasl.authenticate(
+            self.node.users,
+            self.config.anonymous_user,
+            mechanism,
+            response,
+            self.peer_info,
+            self.config.loopback_users,
+        )
 
     def _open(self, open_: Open) -> None:
         self.container_id = open_.container_id
@@ -329,9 +309,7 @@ class Connection10(BufferedOutput):
         vhost = self._vhost_for(open_.hostname)
         if vhost is None or not self.node.users.may_access(self.user or "", vhost.name):
             return  # self.vhost stays None
-        self.vhost = vhost
-        self.authorize = self.node.users.authorizer(self.user, vhost.name)
-        self.node.connections.add(self)
+        self.enter_vhost(vhost)
 
     @staticmethod
     def _vhost_name(hostname: str | None) -> str:
@@ -422,7 +400,7 @@ class Connection10(BufferedOutput):
         if self.state in (State.CLOSED, State.CLOSE_SENT) or self.should_close:
             return
         if self.state in (State.SASL, State.AWAIT_HEADER):
-            self._drop(f"{condition}: {description}")
+            self.drop(f"{condition}: {description}")
             return
         self._teardown()
         error = Error(condition=Symbol(condition), description=description or None)
@@ -440,28 +418,20 @@ class Connection10(BufferedOutput):
         if self.state is State.OPENED and not self.should_close:
             self._error(FORCED, text)
         else:
-            self._drop(text)
+            self.drop(text)
 
-    def _drop(self, reason: str) -> None:
-        self.close_reason = reason
-        self.should_close = True
-
-    def _teardown(self) -> None:
+    def _release_sessions(self) -> int:
+        """Roll back the connection's transactions, then end every session."""
         self.transactions.rollback_all()
         for session in list(self.sessions.values()):
             session.teardown()
-        self.node.churn["channel_closed"] += len(self.sessions)
+        released = len(self.sessions)
         self.sessions.clear()
         self._remote_channels.clear()
-        if self.vhost is not None:
-            self.vhost.owner_closed(self)
-        self.node.connections.discard(self)
+        return released
 
-    def lost(self) -> None:
-        if self.state is not State.CLOSED:
-            self._teardown()
-            self.state = State.CLOSED
-            self._out.clear()
+    def _socket_gone(self) -> None:
+        self.state = State.CLOSED
 
     def heartbeat_frame(self) -> None:
         self.write(encode_frame(0, None))

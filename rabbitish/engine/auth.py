@@ -1,7 +1,8 @@
 """Users, their tags and their per-vhost permissions, as RabbitMQ's internal auth backend keeps
-them. Mechanism parsing (PLAIN, AMQPLAIN, EXTERNAL) is wire format and lives in the front ends;
-this module answers "who is this", "may this user into that vhost" and "may this user
-configure / write / read that resource", with RabbitMQ's 403 texts.
+them. SASL mechanisms are wire format and live above the engine (rabbitish/frontend/sasl.py
+and each protocol's sasl.py); this module answers "who is this", "may this user into that
+vhost", "may this user log in from there" (the loopback rule) and "may this user configure /
+write / read that resource", with RabbitMQ's 403 texts.
 
 Passwords are stored only as RabbitMQ stores them (and exports them in definitions): base64 of a
 4-byte salt followed by the hash of salt + UTF-8 password, by default with SHA-256

@@ -1,8 +1,8 @@
 """One 0-9-1 connection, sans-IO: `receive(bytes)` in; frames accumulate in an output list that
 the I/O layer drains (`take_output`). The I/O layer reads the protocol header and calls `start`
-with the bytes that followed it. Handles the handshake (start, tune, open), the channel table,
-connection.close both ways and connection-level errors; which frame each state accepts is in
-states.py. Channel work goes to protocol.channel.
+with the bytes that followed it. Holds the channel table, connection.close both ways and
+connection-level errors; which frame each state accepts is in states.py. The handshake's steps
+(start, tune, open) are in handshake.py, channel work in protocol.channel.
 
 Error handling follows RabbitMQ's reader: once open, a hard error sends connection.close and
 waits for close-ok; a frame error (the stream is out of sync) sends connection.close and stops
@@ -26,7 +26,6 @@ from pamqp import commands
 from pamqp.base import Frame as Method
 
 from rabbitish.config import Config
-from rabbitish.engine.auth import Authorize, Peer, may_log_in_from
 from rabbitish.engine.errors import (
     MAX_MESSAGE_SIZE,
     AMQPError,
@@ -35,16 +34,15 @@ from rabbitish.engine.errors import (
     log_unexpected,
 )
 from rabbitish.engine.node import Node
-from rabbitish.engine.sessions import BufferedOutput, ConnectionView, SocketStats
-from rabbitish.engine.vhost import VirtualHost
-from rabbitish.protocol import sasl
+from rabbitish.engine.sessions import ConnectionView
+from rabbitish.frontend.lifecycle import ClientConnection
+from rabbitish.protocol import handshake
 from rabbitish.protocol.channel import Channel
 from rabbitish.protocol.dispatch import ROUTES, Routes
 from rabbitish.protocol.framing import (
     HEARTBEAT_FRAME,
     BadFrame,
     BadUtf8,
-    Chunk,
     FrameReader,
     FrameSyncError,
     MalformedTable,
@@ -58,7 +56,7 @@ from rabbitish.protocol.framing import (
     unexpected_frame_type,
     unknown_frame,
 )
-from rabbitish.protocol.handshake import start_frame
+from rabbitish.protocol.handshake import MIN_FRAME_MAX
 from rabbitish.protocol.states import (
     ChannelAction,
     ChannelState,
@@ -76,7 +74,6 @@ from rabbitish.protocol.states import (
 
 log = logging.getLogger("rabbitish.connection")
 
-MIN_FRAME_MAX = 4096
 CONNECTION_CLOSE = 0x000A0032
 
 _CLOSED = ConnectionState.CLOSED
@@ -93,10 +90,7 @@ class DropConnection(Exception):
         self.linger = linger
 
 
-SILENT_CLOSE_DELAY = 3.0  # RabbitMQ's wait before closing after a refused handshake
-
-
-class Connection(BufferedOutput):
+class Connection(ClientConnection):
     """Protocol state of one client connection (the broker's `FrontEndConnection`)."""
 
     protocol = "AMQP 0-9-1"
@@ -110,10 +104,7 @@ class Connection(BufferedOutput):
         version: str = "3.13.7",
         routes: Routes = ROUTES,
     ) -> None:
-        super().__init__(config.max_pending_output)
-        self.node = node
-        self.config = config
-        self.peer = peer
+        super().__init__(node, config, peer, wake)
         self.version = version
         self.routes = routes  # the method handlers every channel of this connection uses
         self.state = ConnectionState.AWAIT_START_OK  # once start() sent connection.start
@@ -124,39 +115,13 @@ class Connection(BufferedOutput):
         # Larger bodies are refused (406); as RabbitMQ, never above its hard limit of 512 MiB.
         self.max_message_size = min(config.max_message_size, MAX_MESSAGE_SIZE)
         self.channels: dict[int, Channel] = {}
-        self.vhost: VirtualHost | None = None
-        self.user: str | None = None
-        self.peer_info = Peer()  # set by the I/O layer before start(): address, TLS client cert
-        self.socket = SocketStats()  # replaced by the I/O layer's, which it keeps counting
-        self.authorize: Authorize | None = None  # the user's permission check, once open
-        self.client_properties: dict[str, Any] = {}
         self.capabilities: dict[str, Any] = {}
-        self.auth_mechanism = ""
-        self._wake = wake or (lambda: None)
-        self.should_close = False  # the I/O layer closes the socket once output is flushed
-        self.linger = False  # ...after reading nothing more for a moment (the peer may go first)
-        self.close_reason: str | None = None
+        self.linger = False  # after should_close: read nothing more for a moment (see the top)
         self.close_wait: float | None = None  # longest wait for close-ok (None: I/O default)
         # Work to finish once the current input batch is processed (tx.commit-ok).
         self.pending_completions: list[Callable[[], None]] = []
 
     # ------------------------------------------------------------------ output
-    def write(self, data: bytes) -> None:
-        if self.state is _CLOSED:  # the socket is gone
-            return
-        if not self._out:
-            self._wake()
-        self._out.append(data)
-        self.out_size += len(data)
-
-    def write_many(self, parts: list[Chunk]) -> None:
-        if self.state is _CLOSED or not parts:
-            return
-        if not self._out:
-            self._wake()
-        self._out.extend(parts)
-        self.out_size += sum(map(len, parts))
-
     def send_method(self, channel: int, method: Method) -> None:
         self.write(encode_method(channel, method))
 
@@ -168,7 +133,7 @@ class Connection(BufferedOutput):
     def start(self, data: bytes = b"") -> None:
         """The I/O layer accepted the protocol header: send connection.start, then read `data`,
         the bytes that came in after the header."""
-        self.write(start_frame(self.version, sasl.offered(self.peer_info)))
+        handshake.start(self)
         if data:
             self.receive(data)
 
@@ -182,7 +147,7 @@ class Connection(BufferedOutput):
                 if self.should_close or self.state is _CLOSED:
                     return
         except DropConnection as drop:
-            self._drop(str(drop), drop.linger)
+            self.drop(str(drop), drop.linger)
         except FrameSyncError as error:
             self._lost_sync(error)
         except AMQPError as error:
@@ -226,7 +191,8 @@ class Connection(BufferedOutput):
                 raise frame_error("Malformed UTF-8 in shortstr").at(*method_ids(payload)) from err
             raise ConnectionError_(541, "") from err
 
-    def _advance(self, event: ConnectionEvent) -> None:
+    def advance(self, event: ConnectionEvent) -> None:
+        """Move to the state states.py names for `event` in the current one."""
         self.state = next_connection_state(self.state, event)
 
     def _decode(self, payload: bytes) -> Method:
@@ -288,7 +254,7 @@ class Connection(BufferedOutput):
         """The client closes: release everything, close-ok, and let the client hang up."""
         self._teardown()
         self.send_method(0, commands.Connection.CloseOk())
-        self._advance(ConnectionEvent.CLOSE_ANSWERED)
+        self.advance(ConnectionEvent.CLOSE_ANSWERED)
         self.close_reason = "client closed"
 
     def _update_secret(self, rule: Rule, ftype: int, payload: bytes, method: Method | None) -> None:
@@ -302,87 +268,15 @@ class Connection(BufferedOutput):
 
     def _start_ok(self, rule: Rule, ftype: int, payload: bytes, method: Method | None) -> None:
         assert isinstance(method, commands.Connection.StartOk)
-        self.client_properties = method.client_properties or {}
-        caps = self.client_properties.get("capabilities")
-        self.capabilities = caps if isinstance(caps, dict) else {}
-        mechanism = method.mechanism
-        try:
-            user = sasl.login(self.node.users, self.peer_info, mechanism, method.response)
-        except sasl.MalformedResponse as err:
-            raise DropConnection(str(err), linger=True) from err
-        if user is None:
-            self._refuse_login(mechanism)
-            return
-        if not may_log_in_from(user.name, self.peer_info, self.config.loopback_users):
-            log.warning(
-                "%s login refused: user '%s' can only connect via localhost", mechanism, user.name
-            )
-            self._refuse_login(mechanism)
-            return
-        self.user = user.name
-        self.auth_mechanism = mechanism
-        self._advance(ConnectionEvent.STARTED)
-        self.send_method(
-            0,
-            commands.Connection.Tune(
-                channel_max=self.config.channel_max,
-                frame_max=self.config.frame_max,
-                heartbeat=self.config.heartbeat,
-            ),
-        )
-
-    def _refuse_login(self, mechanism: str) -> None:
-        """403 for clients that asked to be told (then close-ok or 3 s), silence otherwise."""
-        if self.capabilities.get("authentication_failure_close"):
-            error = ConnectionError_(
-                403,
-                f"Login was refused using authentication mechanism {mechanism}. "
-                "For details see the broker logfile.",
-            )
-            self._close_with(error)
-            self.close_wait = SILENT_CLOSE_DELAY
-            return
-        self._drop("authentication failed", linger=True)
+        handshake.start_ok(self, method)
 
     def _tune_ok(self, rule: Rule, ftype: int, payload: bytes, method: Method | None) -> None:
-        """The client's values must lie within ours; 0 (no limit) is refused because we have
-        limits. RabbitMQ closes the socket silently on a refusal."""
         assert isinstance(method, commands.Connection.TuneOk)
-        self._check_tuned("frame_max", method.frame_max, MIN_FRAME_MAX, self.config.frame_max)
-        self._check_tuned("channel_max", method.channel_max, 1, self.config.channel_max)
-        self.frame_max = method.frame_max
-        self.channel_max = method.channel_max
-        self.heartbeat = method.heartbeat
-        self.reader.frame_max = method.frame_max
-        self._advance(ConnectionEvent.TUNED)
-
-    @staticmethod
-    def _check_tuned(field: str, value: int, minimum: int, maximum: int) -> None:
-        if value == 0 or value > maximum:
-            raise DropConnection(f"negotiated {field} = {value} is above {maximum}", linger=True)
-        if value < minimum:
-            raise DropConnection(f"negotiated {field} = {value} is below {minimum}", linger=True)
+        handshake.tune_ok(self, method)
 
     def _open(self, rule: Rule, ftype: int, payload: bytes, method: Method | None) -> None:
         assert isinstance(method, commands.Connection.Open)
-        vhost = self.node.vhost(method.virtual_host)
-        if vhost is None:
-            self._close_with(
-                ConnectionError_(530, f"vhost {method.virtual_host} not found").at(10, 40)
-            )
-            return
-        if not self.node.users.may_access(self.user or "", vhost.name):
-            self._close_with(
-                ConnectionError_(
-                    530, f"access to vhost '{vhost.name}' refused for user '{self.user}'"
-                ).at(10, 40)
-            )
-            return
-        self.vhost = vhost
-        self.authorize = self.node.users.authorizer(self.user, vhost.name)
-        self._advance(ConnectionEvent.OPENED)
-        self.node.connections.add(self)
-        self.send_method(0, commands.Connection.OpenOk())
+        handshake.open_vhost(self, method)
 
     # ------------------------------------------------------------------ closing
     def connection_error(self, error: AMQPError) -> None:
@@ -390,62 +284,55 @@ class Connection(BufferedOutput):
         policies = error_policy(self.state, self.should_close)
         policy = policies.bad_frame if isinstance(error, BadFrame) else policies.error
         if policy is OnError.CLOSE:
-            self._close_with(error)
+            self.close_with(error)
         elif policy is OnError.DROP:
-            self._drop(f"error in state {self.state.name}: {error.reply_text}", linger=True)
+            self.drop(f"error in state {self.state.name}: {error.reply_text}", linger=True)
 
     def _lost_sync(self, error: FrameSyncError) -> None:
         """Frame error: say why, then read nothing more and let the socket go."""
         policy = error_policy(self.state, self.should_close).frame_sync
         if policy is OnError.CLOSE:
-            self._close_with(error)
+            self.close_with(error)
             self.should_close = True
             self.linger = True
         elif policy is OnError.DROP:
-            self._drop(f"frame error: {error.reply_text}", linger=True)
+            self.drop(f"frame error: {error.reply_text}", linger=True)
 
-    def _close_with(self, error: AMQPError) -> None:
+    def close_with(self, error: AMQPError) -> None:
+        """connection.close with `error`, after releasing everything; close-ok ends it."""
         self.close_reason = error.reply_text
         self._teardown()
         self._write_close(error)
-        self._advance(ConnectionEvent.CLOSE_SENT)
+        self.advance(ConnectionEvent.CLOSE_SENT)
 
     def _write_close(self, error: AMQPError) -> None:
         self.write(
             encode_close(0, CONNECTION_CLOSE, error.reply_code, error.reply_text, *_ids(error))
         )
 
-    def _drop(self, reason: str, linger: bool = False) -> None:
+    def drop(self, reason: str, linger: bool = False) -> None:
         """Close the socket after flushing output, no close method (`linger`: see the top)."""
-        self.close_reason = reason
-        self.should_close = True
+        super().drop(reason)
         self.linger = linger
 
     def server_close(self, reply_code: int, text: str) -> None:
         """Broker-initiated close, e.g. 320 CONNECTION_FORCED on shutdown."""
         policy = error_policy(self.state, self.should_close).server_close
         if policy is OnError.CLOSE:
-            self._close_with(ConnectionError_(reply_code, text))
+            self.close_with(ConnectionError_(reply_code, text))
         elif policy is OnError.DROP:
-            self._drop(text)
+            self.drop(text)
 
-    def _teardown(self) -> None:
-        """Release everything the connection holds: channels (requeueing their unacked
-        messages), exclusive queues, reply-to registrations."""
+    def _release_sessions(self) -> int:
+        """Close every channel (requeueing its unacked messages)."""
         for channel in list(self.channels.values()):
             channel.connection_closed()
-        self.node.churn["channel_closed"] += len(self.channels)
+        released = len(self.channels)
         self.channels.clear()
-        if self.vhost is not None:
-            self.vhost.owner_closed(self)
-        self.node.connections.discard(self)
+        return released
 
-    def lost(self) -> None:
-        """The socket is gone (peer closed, heartbeat missed, error)."""
-        if self.state is not _CLOSED:
-            self._teardown()
-            self._advance(ConnectionEvent.LOST)
-            self._out.clear()
+    def _socket_gone(self) -> None:
+        self.advance(ConnectionEvent.LOST)
 
     def view(self) -> ConnectionView:
         return ConnectionView(
@@ -469,7 +356,10 @@ class Connection(BufferedOutput):
             self.node.churn["channel_closed"] += 1
 
 
-_ACTIONS: dict[ConnectionAction, Callable[[Connection, Rule, int, bytes, Method | None], None]] = {
+# Keyed by any rule's action type: the connection's rules only ever name connection actions.
+_ACTIONS: dict[
+    ConnectionAction | ChannelAction, Callable[[Connection, Rule, int, bytes, Method | None], None]
+] = {
     ConnectionAction.IGNORE: Connection._ignore,
     ConnectionAction.DROP: Connection._drop_frame,
     ConnectionAction.FRAME_ERROR: Connection._frame_error,

@@ -13,6 +13,7 @@ from pamqp.base import Frame as Method
 
 from rabbitish.engine import erlang_terms
 from rabbitish.engine.errors import FRAME_ERROR, UNEXPECTED_FRAME, ConnectionError_, frame_error
+from rabbitish.frontend.output import Chunk as Chunk  # written here, used by the channel
 from rabbitish.protocol.field_tables import decode_table
 
 FRAME_METHOD = 1
@@ -29,7 +30,6 @@ PROTOCOL_HEADER_0_9 = b"AMQP\x01\x01\x00\x09"
 HEARTBEAT_FRAME = b"\x08\x00\x00\x00\x00\x00\x00\xce"
 
 _frame_header = struct.Struct(">BHI")
-Chunk = bytes | memoryview  # a piece of output: joined once when the I/O layer takes it
 _method_index = struct.Struct(">I")
 _content_header = struct.Struct(">HHQ")
 _header_frame = struct.Struct(">BHIHHQ")  # frame header, then class, weight, body size

@@ -24,7 +24,8 @@ from pamqp import commands
 
 from rabbitish.config import Config
 from rabbitish.engine.node import Node
-from rabbitish.protocol.connection import SILENT_CLOSE_DELAY, Connection
+from rabbitish.protocol.connection import Connection
+from rabbitish.protocol.handshake import SILENT_CLOSE_DELAY
 from rabbitish.protocol.states import TUNED_STATES, ConnectionState
 from rabbitish.server.socket_protocol import ClientSocket, SocketProtocol
 
@@ -40,12 +41,11 @@ class AmqpServerProtocol(SocketProtocol):
     """One per 0-9-1 connection, from the listener's hand-over on (`take_over`)."""
 
     conn: Connection | None
+    logger = log
 
     def __init__(self, node: Node, config: Config, registry: set[ClientSocket]) -> None:
         super().__init__(node, config, registry)
         self._tuned = False
-        self._open = False
-        self._sent_at_check = self._read_at_check = self._silent_periods = 0
         self._discard_input = False
         self._blocked_sent = False  # ...and the client was told with connection.blocked
 
@@ -56,7 +56,7 @@ class AmqpServerProtocol(SocketProtocol):
         """The listener read a 0-9-1 (or 0-9) header and handed the socket over: answer
         connection.start, then read what came after the header. `deadline` (loop time) ends
         the handshake, counted from the accept."""
-        conn = self._adopt(transport, Connection, deadline, self._handshake_timeout)
+        conn = self._adopt(transport, Connection, deadline)
         conn.start(rest)
         self._after_input(conn)
 
@@ -85,11 +85,11 @@ class AmqpServerProtocol(SocketProtocol):
 
     def _after_input(self, conn: Connection) -> None:
         self._flush()
-        if not self._open:
+        if not self._handshake_done:
             if not self._tuned and conn.state in TUNED_STATES:
                 self._tuned_now(conn)
             if conn.state is _OPEN:
-                self._opened()
+                self._handshake_finished()
 
     # ------------------------------------------------------------------ output
     def _flush(self) -> None:
@@ -119,56 +119,23 @@ class AmqpServerProtocol(SocketProtocol):
         self._discard_input = True
         self._later("linger", LINGER, self._abort)
 
-    def _handshake_timeout(self) -> None:
-        self._timers.pop("handshake", None)
-        if self.conn is not None and self.conn.state is not _OPEN:
-            log.info("closing %s: handshake timeout", self.conn.peer)
-            self._close_transport()
-
     def _tuned_now(self, conn: Connection) -> None:
-        """tune-ok arrived: heartbeats start (RabbitMQ starts them here, before open)."""
+        """tune-ok arrived: heartbeats start (RabbitMQ starts them here, before open). As with
+        RabbitMQ, the first send tick always sends, and the second heartbeat period in a row
+        without input drops the peer."""
         self._tuned = True
         if conn.heartbeat:
-            # As with RabbitMQ, the first send tick always sends and the first receive check
-            # always counts as activity.
-            self._sent_at_check = self._read_at_check = -1
-            self._silent_periods = 0
-            self._later("heartbeat-send", conn.heartbeat / 2, self._send_heartbeat)
-            self._later("heartbeat-recv", conn.heartbeat, self._check_heartbeat)
+            self._start_heartbeats(
+                send_every=conn.heartbeat / 2,
+                first_tick_sends=True,
+                check_every=conn.heartbeat,
+                silent_checks=2,
+            )
 
-    def _opened(self) -> None:
-        self._open = True
-        timer = self._timers.pop("handshake", None)
-        if timer is not None:
-            timer.cancel()
-
-    def _send_heartbeat(self) -> None:
-        """Every heartbeat/2 seconds in which we sent nothing, send a heartbeat."""
-        conn = self.conn
-        if conn is None or self._closed:
-            return
-        if self._sent_at_check in (-1, self._writes) and not conn.should_close:
-            conn.heartbeat_frame()
-            self._flush()
-        self._sent_at_check = self._writes
-        self._later("heartbeat-send", conn.heartbeat / 2, self._send_heartbeat)
-
-    def _check_heartbeat(self) -> None:
-        """Every heartbeat seconds: the second period in a row without input drops the peer."""
-        conn = self.conn
-        if conn is None or self._closed:
-            return
-        if self._reads != self._read_at_check or self._blocked:
-            self._silent_periods = 0
-        elif self._silent_periods < 1:
-            self._silent_periods += 1
-        else:
-            log.warning("missed heartbeats from client %s, timeout: %ss", conn.peer, conn.heartbeat)
-            conn.lost()
-            self._abort()
-            return
-        self._read_at_check = self._reads
-        self._later("heartbeat-recv", conn.heartbeat, self._check_heartbeat)
+    def _peer_silent(self, conn: Connection) -> None:
+        log.warning("missed heartbeats from client %s, timeout: %ss", conn.peer, conn.heartbeat)
+        conn.lost()
+        self._abort()
 
     # ------------------------------------------------------------------ shutdown
     def force_close(self, reply_code: int, text: str) -> None:

@@ -1,8 +1,9 @@
 """What every front end's asyncio protocol does the same way: hold the sans-IO connection,
 write its output once per loop turn, pass back-pressure both ways (the transport's pause/resume,
-consumers held back while output piles up), keep named timers, block publishers under a resource
-alarm, and release everything when the socket goes. Subclasses add their protocol's handshake and
-heartbeat rules.
+consumers held back while output piles up), keep named timers (the handshake's deadline, the
+heartbeats both ways, by the rules of frontend/heartbeats.py), block publishers under a resource
+alarm, and release everything when the socket goes. Subclasses say when their protocol's
+handshake is done, start the heartbeats with its intervals and answer a silent peer its way.
 
 Under a resource alarm (engine/alarms.py: memory, disk, store writes failing) a connection that
 publishes is blocked as RabbitMQ blocks it: after the read that carried the publish, nothing more
@@ -14,6 +15,7 @@ sender just sees its transfers go unread, so its window and credit run out (Rabb
 from __future__ import annotations
 
 import asyncio
+import logging
 import ssl
 import time
 from collections.abc import Callable
@@ -23,6 +25,7 @@ from rabbitish.config import Config
 from rabbitish.engine.auth import Peer
 from rabbitish.engine.node import Node
 from rabbitish.engine.sessions import SocketStats
+from rabbitish.frontend.heartbeats import IdleCheck, SendCheck
 from rabbitish.tls import COMMON_NAME, certificate_user
 
 
@@ -70,6 +73,8 @@ class SocketWrites:
 
 
 class SocketProtocol(asyncio.Protocol):
+    logger = logging.getLogger("rabbitish.server")  # each protocol logs under its own name
+
     def __init__(self, node: Node, config: Config, registry: set[ClientSocket]) -> None:
         self.node = node
         self.config = config
@@ -84,13 +89,17 @@ class SocketProtocol(asyncio.Protocol):
         self._timers: dict[str, asyncio.TimerHandle] = {}
         self._closed = False
         self._blocked = False  # reads paused under an alarm
+        self._handshake_done = False
+        self._send_check: SendCheck | None = None  # heartbeats, once started
+        self._send_every = 0.0
+        self._idle_check: IdleCheck | None = None
+        self._check_every = 0.0
 
     def _adopt(
         self,
         transport: asyncio.Transport,
         make_conn: Callable[..., Any],
         deadline: float,
-        on_handshake_timeout: Callable[[], None],
     ) -> Any:
         """Take the socket the listener hands over: build the sans-IO connection on it and
         start the handshake clock (`deadline`, loop time, counts from the accept)."""
@@ -103,7 +112,7 @@ class SocketProtocol(asyncio.Protocol):
         self.conn.peer_info = peer_info(transport, self.config.ssl_cert_login_from)
         self.conn.socket = stats
         self.registry.add(self)
-        self._later("handshake", max(0.0, deadline - self.loop.time()), on_handshake_timeout)
+        self._later("handshake", max(0.0, deadline - self.loop.time()), self._handshake_timeout)
         return self.conn
 
     @property
@@ -115,6 +124,19 @@ class SocketProtocol(asyncio.Protocol):
     def _writes(self) -> int:
         """Transport writes so far, for the heartbeat send check."""
         return self.stats.send_cnt
+
+    def _handshake_timeout(self) -> None:
+        self._timers.pop("handshake", None)
+        if self.conn is not None and not self._handshake_done:
+            self.logger.info("closing %s: handshake timeout", self.conn.peer)
+            self._close_transport()
+
+    def _handshake_finished(self) -> None:
+        """The connection is open: the handshake's clock stops."""
+        self._handshake_done = True
+        timer = self._timers.pop("handshake", None)
+        if timer is not None:
+            timer.cancel()
 
     # ------------------------------------------------------------------ asyncio callbacks
     def eof_received(self) -> bool | None:
@@ -221,6 +243,43 @@ class SocketProtocol(asyncio.Protocol):
     def _abort(self) -> None:
         if self.transport is not None:
             self.transport.abort()
+
+    # ------------------------------------------------------------------ heartbeats
+    def _start_heartbeats(
+        self, send_every: float, first_tick_sends: bool, check_every: float, silent_checks: int
+    ) -> None:
+        """Every `send_every` seconds a heartbeat if nothing else was written since the last
+        tick; every `check_every` seconds a check that the peer has not been silent for
+        `silent_checks` checks in a row (0 seconds: no such timer)."""
+        if send_every:
+            self._send_check, self._send_every = SendCheck(first_tick_sends), send_every
+            self._later("heartbeat-send", send_every, self._send_tick)
+        if check_every:
+            self._idle_check, self._check_every = IdleCheck(silent_checks), check_every
+            self._later("heartbeat-check", check_every, self._idle_tick)
+
+    def _send_tick(self) -> None:
+        conn, check = self.conn, self._send_check
+        if conn is None or check is None or self._closed:
+            return
+        if check.due(self._writes) and not conn.should_close:
+            conn.heartbeat_frame()
+            self._flush()
+        check.ticked(self._writes)
+        self._later("heartbeat-send", self._send_every, self._send_tick)
+
+    def _idle_tick(self) -> None:
+        conn, check = self.conn, self._idle_check
+        if conn is None or check is None or self._closed:
+            return
+        if check.expired(self._reads, self._blocked):
+            self._peer_silent(conn)
+            return
+        self._later("heartbeat-check", self._check_every, self._idle_tick)
+
+    def _peer_silent(self, conn: Any) -> None:
+        """The peer was silent too long: end the connection as the protocol says."""
+        raise NotImplementedError
 
     # ------------------------------------------------------------------ timers
     def _later(self, name: str, delay: float, callback: Callable[[], None]) -> None:

@@ -1,5 +1,7 @@
 """Dependencies point one way: the protocol stays sans-IO, the engine knows no wire format, no
-I/O and no storage. Checked on the source with ast, so a lazy import inside a function counts."""
+I/O and no storage, and what both front ends share (rabbitish/frontend) sits between them and
+the engine, sans-IO too. Checked on the source with ast, so a lazy import inside a function
+counts."""
 
 from __future__ import annotations
 
@@ -14,10 +16,23 @@ FRONT_ENDS = ("rabbitish.protocol", "rabbitish.bridge", "rabbitish.server")
 
 # Folder (relative to the repository) -> modules it must never import. The engine knows no
 # front end, wire format, I/O or storage; management and the 1.0 bridge reach 0-9-1 only
-# through the engine's neutral API.
+# through the engine's neutral API. The shared front-end mechanics know neither protocol nor
+# the I/O layer, and the engine below them knows nothing of them.
 FORBIDDEN = {
     "rabbitish/protocol": ("asyncio",),
     "rabbitish/engine": (
+        "pamqp",
+        "asyncio",
+        "sqlite3",
+        "aiosqlite",
+        "aiohttp",
+        "rabbitish.store",
+        "rabbitish.management",
+        "rabbitish.cli",
+        "rabbitish.frontend",
+        *FRONT_ENDS,
+    ),
+    "rabbitish/frontend": (
         "pamqp",
         "asyncio",
         "sqlite3",
