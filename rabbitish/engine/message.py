@@ -41,6 +41,11 @@ class PropertyCodec(Protocol):
 
     def headers(self, raw: bytes) -> dict[str, Any]: ...
 
+    def may_have_headers(self, raw: bytes, names: tuple[str, ...]) -> bool:
+        """False only when `raw` surely holds none of the headers `names`: a check cheap enough
+        for every publish, made before anything is decoded (CC / BCC routing)."""
+        ...
+
     def with_headers(
         self,
         raw: bytes,

@@ -30,12 +30,8 @@ PROPERTY_NAMES = frozenset(
 
 class FieldsCodec:
     """A PropertyCodec whose raw properties are the properties dict, pickled: header values are
-    kept as the Python values they were given.
-
-    The engine checks a few header names on the raw bytes before decoding anything
-    (`x-half-txn`, and CC / BCC as a one-byte length followed by the name, as 0-9-1 writes a
-    table key). Pickle (protocol 4 and later) writes a short string the same way, so those
-    checks see what they would see in 0-9-1 properties."""
+    kept as the Python values they were given. (The engine's one check on raw bytes, for an
+    `x-half-txn` header, looks for the name's UTF-8 bytes, which pickle keeps as they are.)"""
 
     def encode(self, **fields: Any) -> bytes:
         unknown = set(fields) - PROPERTY_NAMES
@@ -50,6 +46,10 @@ class FieldsCodec:
 
     def headers(self, raw: bytes) -> dict[str, Any]:
         return dict(self.decode(raw).get("headers") or {})
+
+    def may_have_headers(self, raw: bytes, names: tuple[str, ...]) -> bool:
+        headers = self.headers(raw)
+        return any(name in headers for name in names)
 
     def with_headers(
         self,
