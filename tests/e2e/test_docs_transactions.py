@@ -28,7 +28,6 @@ WHERE = "docs/transactions.md"
 DOC = Path(__file__).resolve().parents[2] / WHERE
 BLOCK_TIMEOUT = 60.0  # seconds per block; the slowest waits a few seconds for a status check
 OPTIONS = frozenset({"rabbitmq", "restart"})
-URL_NAMES = ("AMQP_URL", "AMQP10_URL", "MANAGEMENT_URL")
 
 _FENCE = re.compile(r"^```(?P<info>.*)$")
 
@@ -154,12 +153,11 @@ def test_snippet(snippet: Snippet, target: str, request, tmp_path):
         env = broker.env()
     script = tmp_path / f"{snippet.id}.py"
     script.write_text(snippet.script())
-    environ = {k: v for k, v in os.environ.items() if k not in URL_NAMES}
     try:
         done = subprocess.run(
             [sys.executable, str(script)],
             cwd=tmp_path,
-            env={**environ, **env},
+            env={**os.environ, **env},
             capture_output=True,
             text=True,
             timeout=BLOCK_TIMEOUT,
