@@ -39,12 +39,12 @@ class FieldValue:
 class PropertyCodec(Protocol):
     """How the engine reads and edits raw message properties without knowing the wire format."""
 
-    def headers(self, raw: bytes) -> dict[str, Any]: ...
+    # The bytes a CC header and a BCC header always leave in raw properties (0-9-1: the
+    # field-table key). When neither is there the message has no sender-selected routing keys
+    # and routing decodes no headers: the check runs on every publish, so it is two `in`s.
+    sender_selected_marks: tuple[bytes, bytes]
 
-    def may_have_headers(self, raw: bytes, names: tuple[str, ...]) -> bool:
-        """False only when `raw` surely holds none of the headers `names`: a check cheap enough
-        for every publish, made before anything is decoded (CC / BCC routing)."""
-        ...
+    def headers(self, raw: bytes) -> dict[str, Any]: ...
 
     def with_headers(
         self,

@@ -24,9 +24,6 @@ if TYPE_CHECKING:
     from rabbitish.engine.transactions import Transaction
 
 
-_SENDER_SELECTED = ("CC", "BCC")  # headers whose values are more routing keys
-
-
 @dataclass(slots=True)
 class PublishResult:
     """What became of a publish, for the front end to report."""
@@ -145,7 +142,8 @@ class Publisher:
     def _sender_selected_keys(self, message: Message) -> tuple[str, ...]:
         """CC and BCC routing keys; BCC is removed from the message as RabbitMQ does."""
         raw = message.raw_properties
-        if not message.codec.may_have_headers(raw, _SENDER_SELECTED):
+        cc, bcc = message.codec.sender_selected_marks
+        if cc not in raw and bcc not in raw:
             return ()
         headers = message.headers
         for key in ("CC", "BCC"):

@@ -15,23 +15,11 @@ from rabbitish.protocol.json_properties import encode_properties
 class Amqp091Codec:
     """PropertyCodec for messages whose properties are 0-9-1 content-header bytes."""
 
-    def __init__(self) -> None:
-        # Header names -> how each appears as a field-table key (length octet, then the name).
-        self._table_keys: dict[tuple[str, ...], tuple[bytes, ...]] = {}
+    # CC and BCC as field-table keys: a length octet, then the name.
+    sender_selected_marks = (b"\x02CC", b"\x03BCC")
 
     def headers(self, raw: bytes) -> dict[str, Any]:
         return properties.headers(raw)
-
-    def may_have_headers(self, raw: bytes, names: tuple[str, ...]) -> bool:
-        keys = self._table_keys.get(names)
-        if keys is None:
-            keys = self._table_keys[names] = tuple(
-                bytes([len(name.encode())]) + name.encode() for name in names
-            )
-        for key in keys:  # noqa: SIM110 (a loop, not any() over a generator: every publish runs it)
-            if key in raw:
-                return True
-        return False
 
     def with_headers(
         self,

@@ -30,8 +30,10 @@ PROPERTY_NAMES = frozenset(
 
 class FieldsCodec:
     """A PropertyCodec whose raw properties are the properties dict, pickled: header values are
-    kept as the Python values they were given. (The engine's one check on raw bytes, for an
-    `x-half-txn` header, looks for the name's UTF-8 bytes, which pickle keeps as they are.)"""
+    kept as the Python values they were given. The engine's quick checks on raw bytes (CC,
+    BCC, x-half-txn) look for header names as UTF-8, which pickle keeps as they are."""
+
+    sender_selected_marks = (b"CC", b"BCC")
 
     def encode(self, **fields: Any) -> bytes:
         unknown = set(fields) - PROPERTY_NAMES
@@ -46,10 +48,6 @@ class FieldsCodec:
 
     def headers(self, raw: bytes) -> dict[str, Any]:
         return dict(self.decode(raw).get("headers") or {})
-
-    def may_have_headers(self, raw: bytes, names: tuple[str, ...]) -> bool:
-        headers = self.headers(raw)
-        return any(name in headers for name in names)
 
     def with_headers(
         self,
