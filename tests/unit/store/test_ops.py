@@ -10,7 +10,7 @@ from types import SimpleNamespace
 import pytest
 
 from rabbitish.store import ops
-from rabbitish.store.schema import DDL, HALF_DDL
+from rabbitish.store.schema import DDL, HALF_DDL, PREPARED_DDL
 
 
 class Traced(sqlite3.Connection):
@@ -22,7 +22,7 @@ class Traced(sqlite3.Connection):
 @pytest.fixture
 def db():
     conn = sqlite3.connect(":memory:", isolation_level=None, factory=Traced)
-    conn.executescript(DDL + HALF_DDL)
+    conn.executescript(DDL + HALF_DDL + PREPARED_DDL)
     conn.statements = []
     conn.set_trace_callback(conn.statements.append)
     yield conn
