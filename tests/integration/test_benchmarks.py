@@ -44,7 +44,7 @@ def test_half_commits_benchmark_runs_with_prepared_transactions(tmp_path) -> Non
     with BrokerProcess("--fsync", "always", data_dir=tmp_path) as broker:
         argv = [sys.executable, "-m", "benchmarks.half_commits", "--url", broker.url]
         done = subprocess.run(
-            argv + ["--seconds", "0.05"], capture_output=True, text=True, timeout=120
+            [*argv, "--seconds", "0.05"], capture_output=True, text=True, timeout=120
         )
     assert done.returncode == 0, done.stderr
     assert "transactions/s, acks per transaction:" in done.stdout
