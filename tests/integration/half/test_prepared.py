@@ -5,6 +5,8 @@ until a decision from any connection applies everything at once or puts them bac
 
 from __future__ import annotations
 
+import urllib.request
+
 import pika
 import pika.exceptions
 import pytest
@@ -68,6 +70,9 @@ def test_prepared_acks_stay_locked_and_commit_applies_all(
         listed = half_transactions(rabbitish_management_url)[uid]
         assert (listed["messages"], listed["acks"], listed["prepared"]) == (1, 2, True)
         assert listed["queues"] == sorted([source, target])
+        metrics = _metrics(rabbitish_management_url)
+        assert metrics["rabbitish_half_transactions_prepared"] >= 1
+        assert metrics["rabbitish_half_transactions_acks"] >= 2
         decide(ch, uid, "commit")
         assert bodies(ch, target) == [b"result"]
         assert bodies(ch, source) == [b"m3"]
@@ -168,6 +173,18 @@ def test_tx_rollback_drops_a_staged_prepare_with_the_rest(broker_url, queues, ui
         ch.tx_commit()
         assert ready(ch, source) == 0
     assert _held(broker_url, uid) is False
+
+
+def _metrics(management_url: str) -> dict[str, float]:
+    """The unlabelled samples of /metrics (served on the management port too, no login)."""
+    base = "http://" + management_url.split("@", 1)[1]
+    with urllib.request.urlopen(f"{base}/metrics", timeout=10) as reply:
+        lines = reply.read().decode().splitlines()
+    return {
+        name: float(value)
+        for name, value in (line.split(" ", 1) for line in lines if line and line[0] != "#")
+        if "{" not in name
+    }
 
 
 def _held(url: str, txn: str) -> bool:
