@@ -217,6 +217,38 @@ def test_half_transaction_committed_from_the_page(driver, base, channel, uid) ->
     assert channel.queue_declare(uid, passive=True).method.message_count == 1
 
 
+def test_prepared_transaction_listed_with_its_acks_and_rolled_back(
+    driver, base, channel, uid
+) -> None:
+    channel.queue_declare(uid)
+    channel.basic_publish("", uid, b"acked, then prepared")
+    tx = channel.connection.channel()
+    tx.tx_select()
+    tx.basic_ack(tx.basic_get(uid)[0].delivery_tag)
+    prepare = pika.BasicProperties(headers={"x-half-txn": f"{uid}-xa"})
+    tx.basic_publish("amq.rabbitish.txn", "prepare", b"", prepare)
+    tx.tx_commit()
+    goto(driver, base, "#/transactions", "#half-transactions")
+    found: list[list[str]] = []
+    wait_until(
+        lambda: (
+            found.extend(
+                r for r in browser.rows(driver, "#half-transactions") if r[0] == f"{uid}-xa"
+            )
+            or found
+        ),
+        timeout=browser.WAIT,
+    )
+    row = found[0]
+    assert row[1:5] == ["prepared", "/", "0", "1"], row
+    browser.click(
+        driver, f"#half-transactions button[data-decision='rollback'][data-half='{uid}-xa']"
+    )
+    accept_confirm(driver)
+    browser.wait_text(driver, "#half-result", lambda t: t == "rollback: 0 message(s), 1 ack(s).")
+    assert channel.queue_declare(uid, passive=True).method.message_count == 1
+
+
 def test_add_then_delete_a_queue_from_the_pages(driver, base, uid) -> None:
     goto(driver, base, "#/queues", "#add-queue")
     driver.find_element(By.ID, "new-queue-name").send_keys(uid)

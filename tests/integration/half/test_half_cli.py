@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 from rabbitish.app import Broker
 from rabbitish.testing import management_url, running_broker
 from tests.support.clients import pika_channel
-from tests.support.half import half, ready
+from tests.support.half import half, prepare, ready
 
 
 @pytest.fixture(scope="module")
@@ -109,3 +109,30 @@ def test_unknown_ids_and_vhosts_exit_1(url, channel, uid):
     assert run("tx", "commit", uid, "--url", url).exit_code == 0
     assert run("tx", "rollback", uid, "--url", url).exit_code == 1  # committed already
     assert ready(channel, uid) == 1
+
+
+def test_prepared_transactions_listed_with_their_acks_and_decided(url, channel, uid):
+    channel.queue_declare(uid, durable=True, auto_delete=True)
+    channel.basic_publish("", uid, b"job")
+    tx = channel.connection.channel()
+    tx.tx_select()
+    tx.basic_ack(tx.basic_get(uid)[0].delivery_tag)
+    prepare(tx, f"{uid}-xa")
+    [mine] = [t for t in run_json("tx", "--url", url) if t["id"] == f"{uid}-xa"]
+    assert (mine["kind"], mine["prepared"], mine["messages"], mine["acks"]) == (
+        "half",
+        True,
+        0,
+        1,
+    )
+    table = run("tx", "--url", url).stdout
+    row = next(line for line in table.splitlines() if line.split()[:1] == [f"{uid}-xa"])
+    assert row.split()[:5] == [f"{uid}-xa", "/", "0", "1", uid]
+    assert "1 half transaction(s), 0 held message(s); 1 prepared, 1 locked ack(s)" in table
+    done = run("tx", "rollback", f"{uid}-xa", "--url", url)
+    assert done.stdout.strip() == (
+        f"rolled back half transaction '{uid}-xa' in vhost '/': "
+        "0 message(s) discarded; 1 ack(s) put back, redelivered"
+    )
+    assert ready(channel, uid) == 1
+    tx.close()
