@@ -4,9 +4,12 @@ transactional posting (transfers), retirement (dispositions) and acquisition (fl
 
 A 1.0 txn-id is the engine transaction's id as binary, so `rabbitish tx` and the management API
 name the same transaction the client holds. Transactions belong to the connection: work on any
-link of any session of the connection may name one. A transaction ends when it is discharged,
-when the coordinator link that declared it detaches, or when the connection goes; the last two
-roll it back.
+link of any session of the connection may name one (`amqp:multi-ssns-per-txn`). A transaction
+ends when it is discharged, when the coordinator link that declared it detaches, or when the
+connection goes; the last two roll it back. The resource ends one itself when it refuses work
+done in it (a transactional transfer refused on any session, or sent on a control link): it is
+rolled back at once and its id stays known, so the next use of it, or its discharge, hears why
+(`amqp:transaction:rollback`).
 
 Rollback puts things back as the spec asks: staged publishes are dropped; a delivery retired
 in the transaction while still unsettled at the client stays unsettled (the client may settle it
@@ -30,6 +33,7 @@ from rabbitish.bridge.codec.definitions import (
     Discharge,
     Error,
     Rejected,
+    Source,
     TransactionalState,
     Transfer,
 )
@@ -45,8 +49,16 @@ if TYPE_CHECKING:
 
 LOCAL_TRANSACTIONS = Symbol("amqp:local-transactions")
 MULTI_TXNS_PER_SSN = Symbol("amqp:multi-txns-per-ssn")
+MULTI_SSNS_PER_TXN = Symbol("amqp:multi-ssns-per-txn")
+# What the coordinator offers: transactions may span the sessions of a connection, and a session
+# may hold several at once.
+CAPABILITIES: tuple[str, ...] = (LOCAL_TRANSACTIONS, MULTI_TXNS_PER_SSN, MULTI_SSNS_PER_TXN)
+PROMOTABLE = Symbol("amqp:promotable-transactions")
+REJECTED_OUTCOME = Symbol("amqp:rejected:list")
 UNKNOWN_ID = "amqp:transaction:unknown-id"
 ROLLBACK = "amqp:transaction:rollback"
+ILLEGAL_STATE = "amqp:illegal-state"
+NOT_IMPLEMENTED = "amqp:not-implemented"
 CREDIT = 100  # declares and discharges a controller may have in flight
 
 
@@ -78,6 +90,9 @@ class DeclaredTxn:
     retirements: list[Retirement] = field(default_factory=list)
     acquisitions: list[Acquisition] = field(default_factory=list)
     acquiring: list[Any] = field(default_factory=list)  # outgoing links acquiring under it
+    # Set when the resource ended it (rolled back): the condition and description its next use
+    # or its discharge gets.
+    ended_with: tuple[str, str] | None = None
 
     def acquired(
         self, session: Session, delivery_id: int, delivery: Delivery, settled: bool
@@ -103,13 +118,25 @@ class TransactionTable:
         return declared
 
     def lookup(self, txn_id: Any) -> DeclaredTxn:
+        """The live transaction that work (posting, retirement, acquisition) names."""
+        declared = self.known(txn_id)
+        if declared.ended_with is not None:
+            raise LinkError(*declared.ended_with)
+        return declared
+
+    def known(self, txn_id: Any) -> DeclaredTxn:
+        """The transaction a discharge names, live or ended by the resource."""
         declared = self.by_id.get(bytes(txn_id)) if isinstance(txn_id, bytes | memoryview) else None
         if declared is None:
             raise LinkError(UNKNOWN_ID, f"unknown transaction id {txn_id!r}")
         return declared
 
     def declared_by(self, session: Session) -> tuple[Transaction, ...]:
-        return tuple(d.tx for d in self.by_id.values() if d.controller.session is session)
+        return tuple(
+            d.tx
+            for d in self.by_id.values()
+            if d.controller.session is session and d.ended_with is None
+        )
 
     # ------------------------------------------------------------------ work
     def retire(
@@ -120,18 +147,38 @@ class TransactionTable:
         delivery: Delivery,
         outcome_state: Any,
         client_settled: bool,
-    ) -> None:
-        """Stage the client's outcome for a delivery it received."""
+    ) -> bool:
+        """Stage the client's outcome for a delivery it received. False when that ended the
+        transaction: the delivery was acquired in another live one (the spec's error, which
+        terminates the retiring transaction's control link with a rollback)."""
         for other in self.by_id.values():
-            if other is not declared and any(a.delivery is delivery for a in other.acquisitions):
-                # Acquired in one live transaction, retired in another: the spec's error.
-                self.fail(other, ROLLBACK, "delivery retired in a different transaction")
-                break
+            if (
+                other is not declared
+                and other.ended_with is None
+                and any(a.delivery is delivery for a in other.acquisitions)
+            ):
+                self.fail(declared, ROLLBACK, "delivery acquired in a different transaction")
+                return False
         outcome, flags = outcome_of(outcome_state)
         declared.tx.stage_settle([delivery], outcome, **flags)
         declared.retirements.append(
             Retirement(session, delivery_id, delivery, outcome_state, client_settled)
         )
+        return True
+
+    def refused(self, txn_id: Any, description: str) -> None:
+        """Work the client did in a transaction was refused (a transactional transfer, on any
+        session): the transaction can no longer commit, as the spec requires. It rolls back
+        now; its next use or commit discharge gets `amqp:transaction:rollback`."""
+        declared = self.by_id.get(bytes(txn_id)) if isinstance(txn_id, bytes | memoryview) else None
+        if declared is not None and declared.ended_with is None:
+            self.end(declared, ROLLBACK, description)
+
+    def end(self, declared: DeclaredTxn, condition: str, description: str) -> None:
+        """The resource ends a transaction: rolled back at once, its id kept until discharged
+        (or its control link goes) so that the client hears `condition`."""
+        self.rollback(declared, forget=False)
+        declared.ended_with = (condition, description)
 
     def take_over(self, deliveries: list[Delivery]) -> list[Delivery]:
         """Deliveries whose link or session is going: those retired in a live transaction stay
@@ -172,13 +219,14 @@ class TransactionTable:
             session.resume()
         return result.queues_touched > 0
 
-    def rollback(self, declared: DeclaredTxn) -> None:
+    def rollback(self, declared: DeclaredTxn, forget: bool = True) -> None:
         if declared.tx.state in (TxState.ACTIVE, TxState.PREPARED):
             declared.tx.rollback()  # releases acquisitions back in place
-        self._finish(declared)
+        self._finish(declared, forget)
         for acquisition in declared.acquisitions:
             acquisition.session.unsettled.pop(acquisition.delivery_id, None)
         back = [r.delivery for r in declared.retirements if r.client_settled]
+        declared.acquisitions, declared.retirements = [], []
         if back:
             settle(back, Outcome.RELEASED)
         for session in list(self.conn.sessions.values()):
@@ -188,8 +236,9 @@ class TransactionTable:
         """The resource ends the transaction: the control link goes with the error."""
         declared.controller.session.detach_link(declared.controller, condition, description)
 
-    def _finish(self, declared: DeclaredTxn) -> None:
-        self.by_id.pop(declared.txn_id, None)
+    def _finish(self, declared: DeclaredTxn, forget: bool = True) -> None:
+        if forget:
+            self.by_id.pop(declared.txn_id, None)
         for link in declared.acquiring:
             link.stop_acquiring(declared)
         declared.acquiring.clear()
@@ -218,12 +267,33 @@ class CoordinatorLink(ReceivingLink):
     def __init__(self, session: Session, attach: Attach) -> None:
         super().__init__(session, attach)
         self.name = str(attach.name)
+        target = attach.target
+        desired = _symbols(attach.desired_capabilities)
+        desired += _symbols(target.capabilities if isinstance(target, Coordinator) else None)
+        if PROMOTABLE in desired:
+            raise RefusedAttach(NOT_IMPLEMENTED, "promotable transactions are not supported")
         self.table: TransactionTable = session.conn.transactions
-        self.target = Coordinator(capabilities=[LOCAL_TRANSACTIONS, MULTI_TXNS_PER_SSN])
+        self.target = Coordinator(capabilities=list(CAPABILITIES))
+        # The spec's choice: a source that lists its outcomes without rejected hears errors
+        # as a detach of the control link; otherwise they reject the declare or discharge.
+        source = attach.source
+        listed = _symbols(source.outcomes) if isinstance(source, Source) else []
+        self.rejects = not listed or REJECTED_OUTCOME in listed
 
     def received(self, first: Transfer, body: bytes) -> None:
+        if isinstance(first.state, TransactionalState):
+            # No transactional work on the control link: refused, and the transaction it
+            # names can no longer commit.
+            self.table.refused(first.state.txn_id, "transactional work sent on the control link")
+            if not first.settled:
+                self._reject(
+                    int(first.delivery_id),  # type: ignore[arg-type]
+                    ILLEGAL_STATE,
+                    "transactional work is not allowed on the control link",
+                )
+                return
         if first.settled:
-            raise LinkError("amqp:illegal-state", "declare and discharge must be sent unsettled")
+            raise LinkError(ILLEGAL_STATE, "declare and discharge must be sent unsettled")
         # An unsettled transfer carries its delivery-id (a peer that leaves it out fails
         # here, with a TypeError, as it always has).
         self._control(int(first.delivery_id), _control_body(body))  # type: ignore[arg-type]
@@ -237,7 +307,7 @@ class CoordinatorLink(ReceivingLink):
             self.session.send_disposition(delivery_id, Declared(txn_id=declared.txn_id), role=True)
         elif isinstance(request, Discharge):
             try:
-                declared = self.table.lookup(request.txn_id)
+                declared = self.table.known(request.txn_id)
             except LinkError as err:
                 self._reject(delivery_id, err.condition, err.description)
                 return
@@ -246,9 +316,13 @@ class CoordinatorLink(ReceivingLink):
             self._reject(delivery_id, "amqp:decode-error", "expected a declare or a discharge")
 
     def _discharge(self, delivery_id: int, declared: DeclaredTxn, fail: bool) -> None:
-        if fail:
+        if fail:  # always possible, even for a transaction the resource already ended
             self.table.rollback(declared)
             self._accept(delivery_id)
+            return
+        if declared.ended_with is not None:  # rolled back by the resource: say why
+            self.table.rollback(declared)
+            self._reject(delivery_id, *declared.ended_with)
             return
         if self.table.incomplete(declared):
             self.table.rollback(declared)
@@ -276,12 +350,28 @@ class CoordinatorLink(ReceivingLink):
             self.session.send_disposition(delivery_id, Accepted(), role=True)
 
     def _reject(self, delivery_id: int, condition: str, description: str) -> None:
+        """A transaction error: the rejected outcome when the control link's source takes it,
+        else a detach of the control link carrying the error (raised to the session)."""
+        if not self.rejects:
+            raise LinkError(condition, description)
         error = Error(condition=Symbol(condition), description=description)
         self.session.send_disposition(delivery_id, Rejected(error=error), role=True)
 
     def teardown(self) -> None:
         super().teardown()
         self.table.rollback_all(self)
+
+
+class RefusedAttach(LinkError):
+    """A control link the coordinator refuses alone (an attach answered without a target,
+    then a detach with the error); the session goes on."""
+
+
+def _symbols(value: Any) -> list[Any]:
+    """A multiple symbol field: absent, one symbol or a list of them."""
+    if value is None:
+        return []
+    return list(value) if isinstance(value, list | tuple) else [value]
 
 
 def _control_body(body: bytes) -> Any:
