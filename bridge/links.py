@@ -230,6 +230,7 @@ class OutgoingLink(Consumer):
         can put them back."""
         if self.txn is not None and self.txn is not declared:
             self.txn.acquiring.remove(self)
+        declared.tx.touch()  # a method naming the transaction: it is in use
         self.txn = declared
         self.settled_on_delivery = False
         if self not in declared.acquiring:

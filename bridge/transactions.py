@@ -9,7 +9,8 @@ ends when it is discharged, when the coordinator link that declared it detaches,
 connection goes; the last two roll it back. The resource ends one itself when it refuses work
 done in it (a transactional transfer refused on any session, or sent on a control link): it is
 rolled back at once and its id stays known, so the next use of it, or its discharge, hears why
-(`amqp:transaction:rollback`).
+(`amqp:transaction:rollback`). So does a transaction idle past `--transaction-timeout`
+(`amqp:transaction:timeout`).
 
 Rollback puts things back as the spec asks: staged publishes are dropped; a delivery retired
 in the transaction while still unsettled at the client stays unsettled (the client may settle it
@@ -57,6 +58,7 @@ PROMOTABLE = Symbol("amqp:promotable-transactions")
 REJECTED_OUTCOME = Symbol("amqp:rejected:list")
 UNKNOWN_ID = "amqp:transaction:unknown-id"
 ROLLBACK = "amqp:transaction:rollback"
+TIMEOUT = "amqp:transaction:timeout"
 ILLEGAL_STATE = "amqp:illegal-state"
 NOT_IMPLEMENTED = "amqp:not-implemented"
 CREDIT = 100  # declares and discharges a controller may have in flight
@@ -112,10 +114,18 @@ class TransactionTable:
         self.by_id: dict[bytes, DeclaredTxn] = {}
 
     def declare(self, controller: CoordinatorLink) -> DeclaredTxn:
-        tx = self.conn.node.transactions.begin(controller.session)
+        tx = self.conn.node.transactions.begin(controller.session, on_timeout=self._idle)
         declared = DeclaredTxn(tx.id.encode(), tx, controller)
         self.by_id[declared.txn_id] = declared
         return declared
+
+    def _idle(self, tx: Transaction) -> None:
+        """Idle past --transaction-timeout with work in it: rolled back now; its next use or
+        its discharge gets `amqp:transaction:timeout`."""
+        declared = self.by_id.get(tx.id.encode())
+        if declared is not None and declared.tx is tx and declared.ended_with is None:
+            seconds = self.conn.node.transactions.idle_timeout
+            self.end(declared, TIMEOUT, f"transaction idle for more than {seconds:g} s")
 
     def lookup(self, txn_id: Any) -> DeclaredTxn:
         """The live transaction that work (posting, retirement, acquisition) names."""
