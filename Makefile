@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 SPARK_STAMP := $(VENV)/.spark-installed
 
-.PHONY: run test lint typecheck setup spark clean compat bench screenshots fuzz
+.PHONY: run test lint typecheck setup spark clean compat bench screenshots fuzz crash-prepared
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -50,6 +50,11 @@ screenshots: $(STAMP)
 # tables and the AMQP 1.0 codec and connection (FUZZ_ARGS e.g. --inputs 100000).
 fuzz: $(STAMP)
 	$(BIN)/python -m tests.fuzz $(FUZZ_ARGS)
+
+# The long kill -9 run of prepared transactions with acks (the suite runs 5 rounds;
+# PREPARED_KILLS rounds here, default 100; RABBITISH_CRASH_SEED picks another sequence).
+crash-prepared: $(STAMP)
+	RABBITISH_PREPARED_KILLS=$${PREPARED_KILLS:-100} $(BIN)/pytest -q tests/e2e/test_prepared_crash.py
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

@@ -5,6 +5,12 @@ a plain 0-9-1 tx commit of the same batch (N publishes + tx.commit), on rabbitis
 rabbitmq-server is installed, on a real RabbitMQ. Persistent messages on durable queues, on a
 broker with a data directory (fsync every commit), so every figure includes the disk.
 
+A second table: prepared transactions with acks, per second, at 1, 10 and 100 acks per
+transaction. Each is a consume-transform-produce step on a tx channel: take N messages (a
+consumer with prefetch N), publish N, ack the N taken, prepare (publish to amq.rabbitish.txn,
+routing key `prepare`, then tx.commit) and commit (the decision staged on the same channel, then
+tx.commit): two syncs per transaction. Next to it, the same step with a plain tx.commit (one).
+
     python -m benchmarks.half_commits
     python -m benchmarks.half_commits --seconds 5 --url amqp://guest:guest@host:5672/%2F
 """
@@ -25,6 +31,7 @@ from rabbitish.transactional import (
     LocalTransactionState,
     TransactionProducer,
 )
+from rabbitish.wire_names import TXN_EXCHANGE
 from tests.support.broker_process import BrokerProcess
 
 SIZES = (1, 10, 100)
@@ -90,6 +97,59 @@ def run_tx(url: str, per_commit: int, seconds: float) -> float:
     return commits * per_commit / elapsed
 
 
+def _transform_step(url: str, acks: int, seconds: float, prepared: bool) -> float:
+    """Transactions/s of take N, publish N, ack N, then prepare + commit (or tx.commit)."""
+    queue = f"bench-prepared-{uuid.uuid4().hex}"
+    conn = pika.BlockingConnection(pika.URLParameters(url))
+    ch = conn.channel()
+    ch.queue_declare(queue, durable=True)
+    props = pika.BasicProperties(delivery_mode=2)
+    ch.confirm_delivery()
+    for _ in range(2 * acks):  # enough for the next step while one is in flight
+        ch.basic_publish("", queue, BODY, props)
+    ch.close()
+    ch = conn.channel()
+    ch.tx_select()
+    ch.basic_qos(prefetch_count=acks)
+    tags: list[int] = []
+    ch.basic_consume(queue, lambda _c, method, _p, _b: tags.append(method.delivery_tag))
+    decision = pika.BasicProperties(headers={})
+    done = 0
+    start = time.perf_counter()
+    deadline = start + seconds
+    while time.perf_counter() < deadline:
+        while len(tags) < acks:
+            conn.process_data_events(time_limit=0.01)
+        taken, tags[:] = tags[:acks], tags[acks:]
+        for _ in taken:
+            ch.basic_publish("", queue, BODY, props)
+        ch.basic_ack(taken[-1], multiple=True)
+        if prepared:
+            assert decision.headers is not None
+            decision.headers["x-half-txn"] = f"{queue}-{done}"
+            ch.basic_publish(TXN_EXCHANGE, "prepare", b"", decision)
+            ch.tx_commit()  # prepare-ok: on disk
+            ch.basic_publish(TXN_EXCHANGE, "commit", b"", decision)
+        ch.tx_commit()
+        done += 1
+    elapsed = time.perf_counter() - start
+    ch.close()
+    admin = conn.channel()
+    admin.queue_delete(queue)
+    conn.close()
+    return done / elapsed
+
+
+def run_prepared(url: str, acks: int, seconds: float) -> float:
+    """Prepared transactions (prepare + commit) per second with `acks` acks each."""
+    return _transform_step(url, acks, seconds, prepared=True)
+
+
+def run_plain_step(url: str, acks: int, seconds: float) -> float:
+    """The same step committed with one plain tx.commit, per second."""
+    return _transform_step(url, acks, seconds, prepared=False)
+
+
 def row(name: str, case: object, url: str, seconds: float) -> list[str]:
     assert callable(case)
     return [name, *(f"{case(url, n, seconds):,.0f}" for n in SIZES)]
@@ -101,6 +161,7 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=3.0, help="duration of each case")
     args = parser.parse_args()
     rows = [["messages/s, per ID (or per commit):", *(f"{n}" for n in SIZES)]]
+    steps = [["transactions/s, acks per transaction:", *(f"{n}" for n in SIZES)]]
 
     def rabbitish_rows(url: str) -> None:
         rows.append(row("rabbitish half, TransactionProducer", run_half, url, args.seconds))
@@ -108,6 +169,8 @@ def main() -> None:
             row("rabbitish half, AsyncTransactionProducer", run_half_aio, url, args.seconds)
         )
         rows.append(row("rabbitish plain tx.commit", run_tx, url, args.seconds))
+        steps.append(row("rabbitish prepare + commit", run_prepared, url, args.seconds))
+        steps.append(row("rabbitish plain tx.commit", run_plain_step, url, args.seconds))
 
     if args.url:
         rabbitish_rows(args.url)
@@ -126,6 +189,12 @@ def main() -> None:
                 )
         else:
             rows.append(["RabbitMQ plain tx.commit", "not installed", "", ""])
+    print_table(rows)
+    print()
+    print_table(steps)
+
+
+def print_table(rows: list[list[str]]) -> None:
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     for cells in rows:
         print(

@@ -214,7 +214,7 @@ class TransactionTable:
 
     # ------------------------------------------------------------------ outcome
     def commit(self, declared: DeclaredTxn) -> bool:
-        """Apply the transaction; True when it touched a queue (completion waits for disk)."""
+        """Apply the transaction; True when the completion must wait for disk."""
         result = declared.tx.commit()
         self._finish(declared)
         for retirement in declared.retirements:
@@ -227,7 +227,7 @@ class TransactionTable:
                 session.send_disposition(retirement.delivery_id, state, role=False)
         for session in list(self.conn.sessions.values()):
             session.resume()
-        return result.queues_touched > 0
+        return result.needs_sync
 
     def rollback(self, declared: DeclaredTxn, forget: bool = True) -> None:
         if declared.tx.state in (TxState.ACTIVE, TxState.PREPARED):

@@ -175,23 +175,23 @@ def transactions_table(transactions: list[dict[str, Any]]) -> Table:
 
 
 def half_transactions_table(transactions: list[dict[str, Any]]) -> Table:
+    """Half transactions; an `acks` column (deliveries locked by settlements) when any of them
+    is a prepared transaction."""
+    with_acks = any(txn.get("prepared") for txn in transactions)
+    columns = [("id", "left"), ("vhost", "left"), ("messages", "right")]
+    if with_acks:
+        columns.append(("acks", "right"))
+    columns += [("queues", "left"), ("age", "right"), ("checks sent", "right")]
     table = _table(
         "Half transactions (prepared, awaiting a decision)",
-        [
-            ("id", "left"),
-            ("vhost", "left"),
-            ("messages", "right"),
-            ("queues", "left"),
-            ("age", "right"),
-            ("checks sent", "right"),
-            ("check queue", "left"),
-        ],
+        [*columns, ("check queue", "left")],
     )
     for txn in transactions:
+        cells = [txn.get("id") or "", txn.get("vhost") or "", str(txn.get("messages", 0))]
+        if with_acks:
+            cells.append(str(txn.get("acks", 0)))
         table.add_row(
-            txn.get("id") or "",
-            txn.get("vhost") or "",
-            str(txn.get("messages", 0)),
+            *cells,
             ", ".join(txn.get("queues") or []),
             f"{txn.get('age_seconds', 0):.1f}s",
             str(txn.get("checks_sent", 0)),

@@ -30,8 +30,9 @@ def tx(ctx: typer.Context, url: Url = DEFAULT_URL, as_json: AsJson = False) -> N
     """Open transactions, and half transactions awaiting a decision.
 
     Open transactions of both protocols: id, state, channel or session, age, staged work. Half
-    transactions: id, vhost, messages, queues, age, checks sent. `tx commit ID` and
-    `tx rollback ID` decide a half transaction."""
+    transactions: id, vhost, messages, queues, age, checks sent; prepared ones (the list a
+    transaction manager recovers after a crash) also their acks: deliveries they lock.
+    `tx commit ID` and `tx rollback ID` decide a half or prepared transaction."""
     if ctx.invoked_subcommand is not None:
         return
 
@@ -57,7 +58,12 @@ def tx(ctx: typer.Context, url: Url = DEFAULT_URL, as_json: AsJson = False) -> N
         if half:
             held = sum(t["messages"] for t in half)
             console.print(render.half_transactions_table(half))
-            console.print(f"{len(half)} half transaction(s), {held} held message(s)")
+            summary = f"{len(half)} half transaction(s), {held} held message(s)"
+            prepared = [t for t in half if t.get("prepared")]
+            if prepared:
+                acks = sum(t.get("acks", 0) for t in prepared)
+                summary += f"; {len(prepared)} prepared, {acks} locked ack(s)"
+            console.print(summary)
         else:
             console.print("no half transactions")
 
@@ -77,9 +83,13 @@ def _decide(url: str, vhost: str, txn_id: str, decision: str, as_json: bool) -> 
         effect = "made visible" if decision == "commit" else "discarded"
         queues = ", ".join(answer.get("queues") or [])
         where = f" on {queues}" if queues and decision == "commit" else ""
+        acks = ""
+        if "acks" in answer:  # a prepared transaction: its settlements were applied too
+            settled = "applied" if decision == "commit" else "put back, redelivered"
+            acks = f"; {answer['acks']} ack(s) {settled}"
         _console().print(
             f"{done} half transaction '{txn_id}' in vhost '{vhost}': "
-            f"{count} message(s) {effect}{where}"
+            f"{count} message(s) {effect}{where}{acks}"
         )
 
     _run(body)
@@ -91,8 +101,8 @@ def tx_commit(
 ) -> None:
     """Commit a half transaction: its held messages become visible at once.
 
-    Every held message of ID joins its queue's tail in one step; exits 1 for an ID the broker
-    does not hold."""
+    Every held message of ID joins its queue's tail in one step (and a prepared transaction's
+    acks, nacks and rejects take effect); exits 1 for an ID the broker does not hold."""
     _decide(url, vhost, txn_id, "commit", as_json)
 
 
@@ -102,5 +112,6 @@ def tx_rollback(
 ) -> None:
     """Roll back a half transaction: its held messages are discarded.
 
-    Exits 1 for an ID the broker does not hold."""
+    A prepared transaction's acked messages go back to their queues, redelivered. Exits 1 for
+    an ID the broker does not hold."""
     _decide(url, vhost, txn_id, "rollback", as_json)

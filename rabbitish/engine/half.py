@@ -10,7 +10,14 @@ in one step of the event loop, so the store commits or loses a decision whole.
 An ID still undecided `x-check-immunity` seconds after its first half message is asked about
 with a check message on its `x-check-queue`, every `check_interval` seconds, and rolled back
 after `check_max` checks. Timers run on the engine's Scheduler; first-seen and check times are
-kept as wall-clock times too, so the store can resume them after a restart."""
+kept as wall-clock times too, so the store can resume them after a restart.
+
+A prepared transaction is a half transaction made from a whole engine `Transaction` (`prepare`):
+its publishes are held as half messages are, and its settlements (acks, nacks, rejects, 1.0
+outcomes) lock their deliveries (`Queue.lock`): neither redelivered nor visible, until a decision
+applies them as staged (commit) or puts the messages back in place, redelivered (rollback). On
+0-9-1 a publish to amq.rabbitish.txn with routing key `prepare` on a tx channel asks for it; it
+takes effect at that channel's tx.commit (`HalfPrepare`, engine/transactions.py)."""
 
 from __future__ import annotations
 
@@ -19,10 +26,11 @@ import logging
 import time
 from collections import OrderedDict
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from rabbitish.engine.clock import TimerHandle
+from rabbitish.engine.delivery import Delivery, Outcome, settle
 from rabbitish.engine.errors import precondition_failed
 from rabbitish.engine.exchanges.direct import DirectExchange
 from rabbitish.engine.message import Message, PropertyCodec
@@ -37,6 +45,7 @@ from rabbitish.wire_names import (
 )
 
 if TYPE_CHECKING:
+    from rabbitish.engine.transactions import Transaction
     from rabbitish.engine.vhost import VirtualHost
 
 log = logging.getLogger("rabbitish.half")
@@ -68,16 +77,40 @@ class HalfView:
     id: str
     vhost: str
     messages: int  # held messages (one per queue a publish reached)
-    queues: tuple[str, ...]
-    created_at: float  # wall-clock time of the first half message
+    queues: tuple[str, ...]  # where its messages are held or its settlements lock deliveries
+    created_at: float  # wall-clock time of the first half message, or of the prepare
     checks_sent: int
     check_queue: str | None
+    acks: int = 0  # deliveries locked by its settlements (acks, nacks, rejects)
+    prepared: bool = False  # made by a prepare (with settlements), not only half messages
+
+
+@dataclass(slots=True)
+class Prepared:
+    """What a prepare did, for the front end to report as it reports a commit."""
+
+    locked: list[Delivery] = field(default_factory=list)  # their consumers' credit is free
+    returned: list[Message] = field(default_factory=list)  # mandatory publishes routed nowhere
+    queues_touched: int = 0  # queues a staged decision or half message of another id reached
+
+
+@dataclass(slots=True)
+class PreparedSettlement:
+    """One settlement of a prepared transaction: a locked delivery and the outcome staged for
+    it, applied by a commit; `ord` is its place in the transaction (and its key in the store)."""
+
+    delivery: Delivery
+    outcome: Outcome
+    delivery_failed: bool
+    undeliverable_here: bool
+    ord: int
 
 
 class HalfTxn:
     """The held messages of one ID, in publish order, and its check-back state."""
 
     __slots__ = (
+        "acquired",
         "check_queue",
         "checks_sent",
         "codec",
@@ -90,6 +123,8 @@ class HalfTxn:
         "last_check",
         "last_check_at",
         "next_ord",
+        "prepared",
+        "settlements",
         "timer",
     )
 
@@ -107,9 +142,16 @@ class HalfTxn:
         self.codec: PropertyCodec | None = None
         self.durable = False  # holds a persistent message on a durable queue: the store knows it
         self.timer: TimerHandle | None = None
+        self.prepared = False  # made by `HalfRegistry.prepare`: the store always knows it
+        self.settlements: list[PreparedSettlement] = []  # in the order they were staged
+        # Deliveries acquired under the transaction (AMQP 1.0), released again on rollback.
+        self.acquired: list[Delivery] = []
 
     def live(self) -> list[tuple[Queue, Message, int]]:
         return [e for e in self.entries if not e[0].deleted]
+
+    def live_settlements(self) -> list[PreparedSettlement]:
+        return [s for s in self.settlements if not s.delivery.queue.deleted]
 
 
 class DecisionExchange(DirectExchange):
@@ -161,6 +203,17 @@ def parse_immunity(value: Any) -> float:
     return number
 
 
+def _check_headers(headers: dict[str, Any]) -> tuple[str | None, float | None]:
+    """x-check-queue and x-check-immunity, validated (406 for bad ones)."""
+    check_queue = headers.get(CHECK_QUEUE_HEADER)
+    if check_queue is not None:
+        check_queue = parse_id(check_queue, CHECK_QUEUE_HEADER)
+    immunity = headers.get(CHECK_IMMUNITY_HEADER)
+    if immunity is not None:
+        immunity = parse_immunity(immunity)
+    return check_queue, immunity
+
+
 # ---------------------------------------------------------------------- effects
 class HalfPublish:
     """A publish that becomes half at once, or at tx.commit when staged in a transaction."""
@@ -207,7 +260,40 @@ class HalfDecision:
         return self.registry.decide(self.txn_id, self.commit, touched)
 
 
-Effect = HalfPublish | HalfDecision
+class HalfPrepare:
+    """A publish to amq.rabbitish.txn with routing key `prepare`: staged in a transaction, it
+    makes the whole transaction prepared transaction `txn_id` at commit (engine/transactions.py)
+    instead of applying it. Outside a transaction there is nothing to prepare."""
+
+    decides = True
+    __slots__ = ("check_queue", "codec", "immunity", "registry", "txn_id")
+
+    def __init__(
+        self,
+        registry: HalfRegistry,
+        txn_id: str,
+        check_queue: str | None,
+        immunity: float | None,
+        codec: PropertyCodec,
+    ) -> None:
+        self.registry = registry
+        self.txn_id = txn_id
+        self.check_queue = check_queue
+        self.immunity = immunity
+        self.codec = codec
+
+    def apply(self, message: Message, queues: list[Queue], touched: Touched | None) -> bool:
+        raise precondition_failed(NOT_IN_TX)
+
+    def prepare(self, tx: Transaction) -> Prepared:
+        """Make `tx` prepared transaction `txn_id`."""
+        return self.registry.prepare(
+            self.txn_id, tx, check_queue=self.check_queue, immunity=self.immunity, codec=self.codec
+        )
+
+
+Effect = HalfPublish | HalfDecision | HalfPrepare
+NOT_IN_TX = "prepare needs a transaction: publish it on a channel in tx mode"
 
 
 # ---------------------------------------------------------------------- registry
@@ -235,18 +321,30 @@ class HalfRegistry:
         value = headers.get(HALF_HEADER)
         if exchange_name == TXN_EXCHANGE:
             txn_id = None if value is None else parse_id(value)
+            if routing_key == "prepare":
+                if txn_id is None:
+                    raise precondition_failed(f"prepare needs an {HALF_HEADER} header")
+                self.check_unused(txn_id)
+                check_queue, immunity = _check_headers(headers)
+                return HalfPrepare(self, txn_id, check_queue, immunity, message.codec)
             commit = {"commit": True, "rollback": False}.get(routing_key)
             return HalfDecision(self, txn_id, commit)
         if value is None:
             return None
         txn_id = parse_id(value)
-        check_queue = headers.get(CHECK_QUEUE_HEADER)
-        if check_queue is not None:
-            check_queue = parse_id(check_queue, CHECK_QUEUE_HEADER)
-        immunity = headers.get(CHECK_IMMUNITY_HEADER)
-        if immunity is not None:
-            immunity = parse_immunity(immunity)
+        held = self.txns.get(txn_id)
+        if held is not None and held.prepared:
+            raise precondition_failed(f"transaction '{txn_id}' is prepared: no work can join it")
+        check_queue, immunity = _check_headers(headers)
         return HalfPublish(self, txn_id, check_queue, immunity)
+
+    def check_unused(self, txn_id: str) -> None:
+        """406 unless `txn_id` can name a new prepared transaction: not held (undecided), and
+        not among the remembered decisions (a repeated decision would then be ambiguous)."""
+        if txn_id in self.txns:
+            raise precondition_failed(f"transaction '{txn_id}' is already held")
+        if txn_id in self.decided:
+            raise precondition_failed(f"transaction '{txn_id}' was already decided")
 
     # ------------------------------------------------------------------ holding
     def hold(self, publish: HalfPublish, message: Message, queues: list[Queue]) -> None:
@@ -261,21 +359,102 @@ class HalfRegistry:
             txn.check_queue, changed = publish.check_queue, True
         if txn.immunity is None and publish.immunity is not None:
             txn.immunity, changed = publish.immunity, True
-        journal = self.vhost.journal
         for queue in queues:
-            ord_ = txn.next_ord
-            txn.next_ord += 1
-            txn.entries.append((queue, message, ord_))
-            queue.half += 1
-            if not queue.durable:
-                message.pinned = True  # only durable queues' messages can be read back
-            elif message.persistent:
-                if not txn.durable:
-                    txn.durable = changed = True
-                journal.half_held(queue, message, txn.id, ord_)
+            if self._add_entry(txn, queue, message) and not txn.durable:
+                txn.durable = changed = True
         if changed:
             self._save(txn)
             self._arm(txn)
+
+    def _add_entry(self, txn: HalfTxn, queue: Queue, message: Message) -> bool:
+        """Hold `message` for `queue` in `txn`; True when the store keeps it."""
+        ord_ = txn.next_ord
+        txn.next_ord += 1
+        txn.entries.append((queue, message, ord_))
+        queue.half += 1
+        if not queue.durable:
+            message.pinned = True  # only durable queues' messages can be read back
+            return False
+        if message.persistent:
+            self.vhost.journal.half_held(queue, message, txn.id, ord_)
+            return True
+        return False
+
+    # ------------------------------------------------------------------ preparing
+    def prepare(
+        self,
+        txn_id: str,
+        tx: Transaction,
+        *,
+        check_queue: str | None = None,
+        immunity: float | None = None,
+        codec: PropertyCodec | None = None,
+    ) -> Prepared:
+        """Turn `tx`'s staged work into prepared transaction `txn_id`, which outlives the
+        connection (and, for persistent messages on durable queues, a restart). Its publishes
+        are held as half messages; its settlements lock their deliveries (taken off their
+        consumers, whose credit they free) until a decision. Staged decisions and half messages
+        of other ids apply now, as a commit would apply them. `tx` ends, empty. 406 (nothing
+        changed) when `txn_id` is held or was decided, or when a commit of `tx` would be
+        refused. Durable once `vhost.journal.when_synced(vhost.journal.position, ...)` calls
+        back."""
+        self.check_unused(txn_id)
+        publishes, settlements, acquired = tx.hand_over()
+        result = Prepared()
+        txn = HalfTxn(txn_id, self.wall(), self.vhost.scheduler.now())
+        txn.prepared = txn.durable = True
+        txn.check_queue, txn.immunity, txn.codec = check_queue, immunity, codec
+        held: Touched = {}
+        try:
+            for staged in publishes:
+                effect = staged.effect
+                if effect is not None and not (
+                    isinstance(effect, HalfPublish) and effect.txn_id == txn_id
+                ):
+                    if not effect.apply(staged.message, staged.queues, held) and staged.mandatory:
+                        result.returned.append(staged.message)
+                    continue
+                if effect is not None:  # a half message of this same id
+                    txn.check_queue = txn.check_queue or effect.check_queue
+                    txn.immunity = effect.immunity if txn.immunity is None else txn.immunity
+                if not staged.queues and staged.mandatory:
+                    result.returned.append(staged.message)
+                txn.codec = txn.codec or staged.message.codec
+                for queue in staged.queues:
+                    if not queue.deleted:
+                        self._add_entry(txn, queue, staged.message)
+        finally:
+            for queue in held.values():
+                queue.resume_dispatch()
+        result.queues_touched = len(held)
+        self.txns[txn_id] = txn  # after the staged decisions: none of them can decide it
+        journal = self.vhost.journal
+        for settlement in settlements:
+            for delivery in settlement.deliveries:
+                queue = delivery.queue
+                if delivery.settled or not queue.lock(delivery):
+                    continue  # settled meanwhile, or its queue is gone
+                consumer = delivery.consumer
+                if consumer is not None:
+                    consumer.release_credit(1)  # the consumer is done with it
+                    delivery.consumer = None
+                lock = PreparedSettlement(
+                    delivery,
+                    settlement.outcome,
+                    settlement.delivery_failed,
+                    settlement.undeliverable_here,
+                    txn.next_ord,
+                )
+                txn.next_ord += 1
+                txn.settlements.append(lock)
+                result.locked.append(delivery)
+                txn.codec = txn.codec or delivery.entry.message.codec
+                if queue.durable and delivery.entry.message.persistent:
+                    journal.half_settlement_locked(queue, delivery.entry, txn.id, lock)
+        txn.acquired = [d for d in acquired if not d.settled]
+        self._save(txn)
+        self._arm(txn)
+        return result
 
     def restore(
         self,
@@ -286,8 +465,11 @@ class HalfRegistry:
         checks_sent: int,
         last_check_at: float | None,
         entries: list[tuple[Queue, Message, int]],
+        settlements: list[PreparedSettlement] | None = None,
+        prepared: bool = False,
     ) -> None:
-        """Recovery: an undecided transaction and its durable messages, in publish order."""
+        """Recovery: an undecided transaction, its durable messages in publish order and, for
+        a prepared one, its settlements with their deliveries locked again (Queue.restore)."""
         now_wall, now = self.wall(), self.vhost.scheduler.now()
         txn = HalfTxn(txn_id, created_at, now - (now_wall - created_at))
         txn.check_queue, txn.immunity, txn.checks_sent = check_queue, immunity, checks_sent
@@ -295,11 +477,16 @@ class HalfRegistry:
             txn.last_check_at = last_check_at
             txn.last_check = now - (now_wall - last_check_at)
         txn.entries = entries
-        txn.next_ord = max((e[2] for e in entries), default=-1) + 1
+        txn.settlements = settlements or []
+        txn.prepared = prepared
+        ords = [e[2] for e in entries] + [s.ord for s in txn.settlements]
+        txn.next_ord = max(ords, default=-1) + 1
         txn.durable = True
         for queue, message, _ in entries:
             queue.half += 1
             txn.codec = txn.codec or message.codec
+        for lock in txn.settlements:
+            txn.codec = txn.codec or lock.delivery.entry.message.codec
         self.txns[txn_id] = txn
         self._arm(txn)
 
@@ -330,6 +517,7 @@ class HalfRegistry:
                     queue.suspend_dispatch()
                 if commit:
                     queue.enqueue(message)
+            self._release(txn, commit, held)
             self.decided[txn_id] = commit
             self.decided.move_to_end(txn_id)
             forget = None
@@ -342,21 +530,55 @@ class HalfRegistry:
                     queue.resume_dispatch()
         return True
 
+    def _release(self, txn: HalfTxn, commit: bool, held: Touched) -> None:
+        """Settle the locked deliveries: as staged on commit (after the publishes, as a
+        transaction commit applies them), back in place and redelivered on rollback."""
+        run: list[Delivery] = []
+        how: tuple[Outcome, bool, bool] | None = None
+        for lock in txn.settlements:
+            delivery = lock.delivery
+            queue = delivery.queue
+            if not queue.unlock(delivery):
+                continue  # its queue is gone, and the message with it
+            if id(queue) not in held:
+                held[id(queue)] = queue
+                queue.suspend_dispatch()
+            staged = (lock.outcome, lock.delivery_failed, lock.undeliverable_here)
+            if not commit:
+                staged = (Outcome.REQUEUE, True, False)
+            if staged != how and run:
+                assert how is not None
+                settle(run, how[0], delivery_failed=how[1], undeliverable_here=how[2])
+                run = []
+            how = staged
+            run.append(delivery)
+        if run:
+            assert how is not None
+            settle(run, how[0], delivery_failed=how[1], undeliverable_here=how[2])
+        if not commit:
+            acquired = [d for d in txn.acquired if not d.settled]
+            if acquired:
+                settle(acquired, Outcome.RELEASED)
+
     # ------------------------------------------------------------------ listing
     def list(self) -> list[HalfView]:
         """Every undecided transaction, oldest first."""
         views = []
         for txn in sorted(self.txns.values(), key=lambda t: t.created_at):
             live = txn.live()
+            locks = txn.live_settlements()
+            queues = {q.name for q, _, _ in live} | {s.delivery.queue.name for s in locks}
             views.append(
                 HalfView(
                     txn.id,
                     self.vhost.name,
                     len(live),
-                    tuple(sorted({q.name for q, _, _ in live})),
+                    tuple(sorted(queues)),
                     txn.created_at,
                     txn.checks_sent,
                     txn.check_queue,
+                    len(locks),
+                    txn.prepared,
                 )
             )
         return views
@@ -408,9 +630,9 @@ class HalfRegistry:
         """A check message on the check queue (as through the default exchange): headers
         x-half-txn and x-check-count, correlation-id = ID, empty body. It is enqueued directly:
         it carries x-half-txn but must not become half itself."""
-        assert txn.check_queue is not None and txn.codec is not None
+        assert txn.check_queue is not None
         queue = self.vhost.queues.get(txn.check_queue)
-        if queue is None:
+        if queue is None or txn.codec is None:
             return
         raw = txn.codec.from_fields(
             {

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
     from rabbitish.engine.exchanges.base import Binding, Exchange
-    from rabbitish.engine.half import HalfTxn
+    from rabbitish.engine.half import HalfTxn, PreparedSettlement
     from rabbitish.engine.message import Message, QueueEntry
     from rabbitish.engine.policies import Policy
     from rabbitish.engine.queue import Queue
@@ -55,13 +55,21 @@ class Journal(Protocol):
         """A persistent half message held for a durable queue (engine/half.py)."""
         ...
 
+    def half_settlement_locked(
+        self, queue: Queue, entry: QueueEntry, txn_id: str, lock: PreparedSettlement
+    ) -> None:
+        """A prepared transaction settled a persistent message of a durable queue: locked until
+        its decision, and locked again by recovery."""
+        ...
+
     def half_txn_saved(self, vhost: str, txn: HalfTxn) -> None:
         """A durable half transaction's check-back state (first seen, checks sent) changed."""
         ...
 
     def half_decided(self, vhost: str, txn: HalfTxn, commit: bool, forget: str | None) -> None:
-        """A half transaction was decided: its held messages go (a commit has just enqueued
-        them), the decision is remembered and `forget`, the oldest remembered one, dropped."""
+        """A half transaction was decided: its held messages and locks go (a commit has just
+        enqueued and settled them), the decision is remembered and `forget`, the oldest
+        remembered one, dropped."""
         ...
 
     @property
@@ -115,6 +123,11 @@ class NullJournal:
         pass
 
     def half_held(self, queue: Queue, message: Message, txn_id: str, ord_: int) -> None:
+        pass
+
+    def half_settlement_locked(
+        self, queue: Queue, entry: QueueEntry, txn_id: str, lock: PreparedSettlement
+    ) -> None:
         pass
 
     def half_txn_saved(self, vhost: str, txn: HalfTxn) -> None:

@@ -117,6 +117,9 @@ class Queue:
         self.stats = dict.fromkeys(STAT_NAMES, 0)
         # Half messages held for this queue (engine/half.py): invisible, counted apart.
         self.half = 0
+        # Deliveries settled by a prepared transaction (engine/half.py), awaiting its decision:
+        # neither outstanding (not redelivered, not unacked) nor ready.
+        self.locked: set[Delivery] = set()
         self.touch()
 
     # ------------------------------------------------------------------ counts
@@ -127,6 +130,11 @@ class Queue:
     @property
     def unacked(self) -> int:
         return len(self.outstanding)
+
+    @property
+    def prepared(self) -> int:
+        """Messages locked by prepared transactions (management's `messages_prepared`)."""
+        return len(self.locked)
 
     @property
     def consumer_count(self) -> int:
@@ -413,6 +421,23 @@ class Queue:
             return False
         return True
 
+    def lock(self, delivery: Delivery) -> bool:
+        """A prepared transaction holds `delivery` until its decision; False when the delivery
+        is not outstanding here (settled, or the queue is gone)."""
+        if self.deleted or delivery not in self.outstanding:
+            return False
+        self.outstanding.remove(delivery)
+        self.locked.add(delivery)
+        return True
+
+    def unlock(self, delivery: Delivery) -> bool:
+        """The decision came: `delivery` is outstanding again, for `settle` to apply it."""
+        if self.deleted or delivery not in self.locked:
+            return False
+        self.locked.remove(delivery)
+        self.outstanding.add(delivery)
+        return True
+
     def ack(self, entries: Iterable[QueueEntry]) -> None:
         stats = self.stats
         for entry in entries:
@@ -445,6 +470,15 @@ class Queue:
         entry.delivery_count = 1 if delivered else 0
         self.ready.append(entry)
         self._next_seq = max(self._next_seq, seq + 1)
+
+    def restore_locked(self, seq: int, message: Message, expires_at: float | None) -> Delivery:
+        """Recovery: a stored message a prepared transaction had settled, locked again."""
+        entry = QueueEntry(self, seq, message, expires_at)
+        entry.delivery_count = 1
+        self._next_seq = max(self._next_seq, seq + 1)
+        delivery = Delivery(self, entry, None)
+        self.locked.add(delivery)
+        return delivery
 
     def restored(self) -> None:
         """Recovery is complete: start the TTL clock on what came back."""
@@ -518,6 +552,7 @@ class Queue:
         consumers, self.consumers = self.consumers, []
         self.ready.clear()
         self.outstanding.clear()
+        self.locked.clear()
         return consumers
 
     def __repr__(self) -> str:

@@ -10,7 +10,8 @@ place on rollback). Commit first checks everything that can fail, then applies p
 and then settlements, with delivery to consumers held until the whole commit is applied, so no
 consumer on any queue sees part of a commit and a refused commit changes nothing. Half messages
 and their decisions (engine/half.py) are staged publishes with an effect, applied in their place
-by the commit under the same hold.
+by the commit under the same hold. A staged prepare (`HalfPrepare`) turns the commit into a
+prepare: the work becomes a prepared half transaction instead of being applied.
 
 The registry also bounds how long an active transaction holding work may stay idle
 (`--transaction-timeout`): the idle clock starts at the first staged work and restarts at every
@@ -32,7 +33,7 @@ from typing import Any
 from rabbitish.engine.clock import Scheduler, TimerHandle
 from rabbitish.engine.delivery import Delivery, Outcome, settle
 from rabbitish.engine.errors import precondition_failed
-from rabbitish.engine.half import Effect
+from rabbitish.engine.half import Effect, HalfPrepare
 from rabbitish.engine.message import Message
 from rabbitish.engine.queue import Queue
 
@@ -67,6 +68,13 @@ class CommitResult:
     returned: list[Message] = field(default_factory=list)  # mandatory publishes that hit no queue
     settled: list[Delivery] = field(default_factory=list)
     queues_touched: int = 0  # a commit that touched no queue completes at once
+    prepared: str | None = None  # the commit was a prepare: the prepared transaction's id
+
+    @property
+    def needs_sync(self) -> bool:
+        """Whether the reply must wait for the store: a commit that touched a queue, and every
+        prepare (a prepare is acknowledged only once it is on disk)."""
+        return self.queues_touched > 0 or self.prepared is not None
 
 
 class Transaction:
@@ -78,6 +86,7 @@ class Transaction:
         "idle_timer",
         "on_timeout",
         "owner",
+        "prepare_as",
         "publishes",
         "registry",
         "settlements",
@@ -102,6 +111,7 @@ class Transaction:
         self.on_timeout: Callable[[Transaction], None] | None = None
         self.active_at = 0.0
         self.idle_timer: TimerHandle | None = None
+        self.prepare_as: HalfPrepare | None = None  # a staged prepare: commit prepares instead
 
     # ------------------------------------------------------------------ counts
     @property
@@ -129,6 +139,13 @@ class Transaction:
     ) -> None:
         if self.state is not TxState.ACTIVE:
             self._require(TxState.ACTIVE)
+        if effect is not None and isinstance(effect, HalfPrepare):
+            if self.prepare_as is not None and self.prepare_as.txn_id != effect.txn_id:
+                raise precondition_failed(
+                    f"transaction {self.id} already prepares '{self.prepare_as.txn_id}'"
+                )
+            self.prepare_as = self.prepare_as or effect
+            return
         self.publishes.append(StagedPublish(message, queues, mandatory, effect))
         if self.watch is not None:
             self.watch.touch(self)
@@ -193,6 +210,12 @@ class Transaction:
         """Apply everything, or nothing when `check` refuses (the transaction then stays as it
         was, for the front end to roll back). Returns what the front end must report."""
         self._require(TxState.ACTIVE, TxState.PREPARED)
+        marker = self.prepare_as
+        if marker is not None:
+            prepared = marker.prepare(self)
+            return CommitResult(
+                prepared.returned, prepared.locked, prepared.queues_touched, marker.txn_id
+            )
         self.check()
         result = CommitResult()
         touched: dict[int, Queue] = {}  # queues held (no deliveries) until all is applied
@@ -244,9 +267,19 @@ class Transaction:
         self._end(TxState.ROLLED_BACK)
         return [d for d in handed_back if not d.settled]
 
+    def hand_over(self) -> tuple[list[StagedPublish], list[StagedSettlement], list[Delivery]]:
+        """A prepare takes the staged work (engine/half.py): refused now (nothing changes) when
+        a commit would be refused; the transaction then ends, prepared and empty."""
+        self._require(TxState.ACTIVE)
+        self.check()
+        work = (self.publishes, self.settlements, self.acquisitions)
+        self._end(TxState.PREPARED)
+        return work
+
     def _end(self, state: TxState) -> None:
         self.state = state
         self.publishes, self.settlements, self.acquisitions = [], [], []
+        self.prepare_as = None
         if self.registry is not None:
             self.registry.ended(self)
 
@@ -269,6 +302,7 @@ class TransactionRegistry:
         self._ids = itertools.count(1)
         self.committed = 0  # transactions ended each way so far (metrics)
         self.rolled_back = 0
+        self.prepared = 0  # ended by a prepare: handed over to a half transaction
         self._scheduler = scheduler
         # Seconds an active transaction holding work may stay idle (0: no limit); needs a
         # scheduler for its timers.
@@ -338,6 +372,8 @@ class TransactionRegistry:
             del self._open[tx.id]
         if tx.state is TxState.COMMITTED:
             self.committed += 1
+        elif tx.state is TxState.PREPARED:
+            self.prepared += 1
         else:
             self.rolled_back += 1
 

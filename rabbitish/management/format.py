@@ -157,6 +157,7 @@ def queue_json(queue: Queue, rates: Rates, owner: dict[str, Any] | None) -> dict
         "messages": ready + unacked,
         "messages_details": stats.details(rate["messages"]),
         "messages_half": queue.half,  # held half messages (x-half-txn), not in "messages"
+        "messages_prepared": queue.prepared,  # locked by prepared acks, not in "messages"
         "messages_ready": ready,
         "messages_ready_details": stats.details(rate["messages_ready"]),
         "messages_unacknowledged": unacked,

@@ -1,6 +1,8 @@
 """Half transactions over HTTP (rabbitish's own resource: RabbitMQ has none to mirror): the
-undecided ones as `engine/half.py` lists them, and an operator's commit or rollback, answered
-only once the store has the decision, as a publisher confirm for it would be."""
+undecided ones as `engine/half.py` lists them, prepared ones with their locked acks (the
+"recover" list a transaction manager reads after a crash), and an operator's commit or
+rollback, answered only once the store has the decision, as a publisher confirm for it would
+be."""
 
 from __future__ import annotations
 
@@ -13,11 +15,14 @@ if TYPE_CHECKING:
 
 
 def half_json(view: HalfView, now: float) -> dict[str, Any]:
-    """One undecided half transaction; `age_seconds` counts from its first half message."""
+    """One undecided half transaction; `age_seconds` counts from its first half message (or
+    its prepare); `acks` counts the deliveries its settlements lock."""
     return {
         "id": view.id,
         "vhost": view.vhost,
+        "prepared": view.prepared,
         "messages": view.messages,
+        "acks": view.acks,
         "queues": list(view.queues),
         "created_at": view.created_at,
         "age_seconds": round(max(0.0, now - view.created_at), 3),
@@ -42,10 +47,13 @@ async def decide(vhost: VirtualHost, txn_id: str, commit: bool) -> dict[str, Any
 
     journal.when_synced(journal.position, durable)
     await synced
-    return {
+    answer: dict[str, Any] = {
         "id": txn_id,
         "vhost": vhost.name,
         "decision": "commit" if commit else "rollback",
         "messages": held.messages if held is not None else 0,
         "queues": list(held.queues) if held is not None else [],
     }
+    if held is not None and held.prepared:
+        answer["acks"] = held.acks  # deliveries settled as staged (commit) or put back
+    return answer

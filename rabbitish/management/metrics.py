@@ -72,6 +72,7 @@ def collect(node: Node, per_object: bool = False) -> list[Family]:
         for family, value in zip(families, sums, strict=True):
             family.samples.append(({}, value))
 
+    half = node.half_transactions()
     totals = {"published": 0, "delivered": 0, "acked": 0}
     for vhost in vhosts:
         for stats in (vhost.deleted_queue_stats, *(q.stats for q in vhost.queues.values())):
@@ -141,10 +142,34 @@ def collect(node: Node, per_object: bool = False) -> list[Family]:
             len(node.transactions),
         ),
         _one(
+            "rabbitish_transactions_prepared_total",
+            "counter",
+            "Transactions ended by a prepare (handed over to a prepared half transaction)",
+            node.transactions.prepared,
+        ),
+        _one(
             "rabbitish_half_transactions_open",
             "gauge",
             "Half transactions awaiting a decision",
-            len(node.half_transactions()),
+            len(half),
+        ),
+        _one(
+            "rabbitish_half_transactions_prepared",
+            "gauge",
+            "Prepared transactions awaiting a decision (the recover list)",
+            sum(1 for view in half if view.prepared),
+        ),
+        _one(
+            "rabbitish_half_transactions_messages",
+            "gauge",
+            "Messages held by half and prepared transactions awaiting a decision",
+            sum(view.messages for view in half),
+        ),
+        _one(
+            "rabbitish_half_transactions_acks",
+            "gauge",
+            "Deliveries locked by the acks, nacks and rejects of prepared transactions",
+            sum(view.acks for view in half),
         ),
     ]
     if not per_object:  # RabbitMQ labels it per channel and exchange there: not kept here

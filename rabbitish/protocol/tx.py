@@ -44,10 +44,12 @@ def tx_commit(ch: Channel, method: commands.Tx.Commit, payload: bytes) -> None:
             message.body,
         )
     ch.commit_in_progress = True
-    if result.queues_touched:
+    if result.needs_sync:
         # Like RabbitMQ, which waits for the queues involved, the commit is in progress until
         # its effects are synced to disk (in memory: for the rest of this input batch); a
-        # commit that touched no queue completes at once.
+        # commit that touched no queue completes at once. A prepare (a publish to
+        # amq.rabbitish.txn, routing key `prepare`) always waits: its commit-ok is the
+        # prepare-ok, sent only once the prepared transaction is on disk.
         journal = ch.vhost.journal
         position = journal.position
         ch.conn.pending_completions.append(

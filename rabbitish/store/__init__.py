@@ -73,6 +73,11 @@ async def open_store(
             raise
         _stage("recovered")
         conn.executemany("DELETE FROM half_txns WHERE vhost = ? AND id = ?", stats.stale_half)
+        # Locks whose transaction is gone (recovery put their messages back in place).
+        conn.execute(
+            "DELETE FROM half_settlements WHERE NOT EXISTS (SELECT 1 FROM half_txns t "
+            "WHERE t.vhost = half_settlements.vhost AND t.id = half_settlements.txn_id)"
+        )
         # From here until the next clean stop, a crash is what the data dir says happened.
         conn.execute("DELETE FROM meta WHERE key = ?", (CLEAN_STOP,))
         _stage("marked")

@@ -92,6 +92,7 @@ class DeleteVhost(Statements):
         "DELETE FROM queue_messages WHERE vhost = ?1",
         "DELETE FROM half_messages WHERE vhost = ?1",
         "DELETE FROM half_txns WHERE vhost = ?1",
+        "DELETE FROM half_settlements WHERE vhost = ?1",
         "DELETE FROM half_decisions WHERE vhost = ?1",
         "DELETE FROM messages WHERE id NOT IN (SELECT message_id FROM queue_messages) "
         "AND id NOT IN (SELECT message_id FROM half_messages)",

@@ -20,7 +20,7 @@ from rabbitish.store.pager import KEEP_IN_MEMORY
 
 if TYPE_CHECKING:
     from rabbitish.engine.exchanges.base import Binding, Exchange
-    from rabbitish.engine.half import HalfTxn
+    from rabbitish.engine.half import HalfTxn, PreparedSettlement
     from rabbitish.engine.message import Message, QueueEntry
     from rabbitish.engine.policies import Policy
     from rabbitish.engine.queue import Queue
@@ -202,6 +202,22 @@ class SqliteJournal:
         op = ops.HoldHalf(queue.vhost.name, txn_id, ord_, queue.name, message, message.body)
         self._add_message(op, message.size)
 
+    def half_settlement_locked(
+        self, queue: Queue, entry: QueueEntry, txn_id: str, lock: PreparedSettlement
+    ) -> None:
+        self._add(
+            ops.LockSettlement(
+                queue.vhost.name,
+                txn_id,
+                lock.ord,
+                queue.name,
+                entry.seq,
+                lock.outcome.value,
+                int(lock.delivery_failed),
+                int(lock.undeliverable_here),
+            )
+        )
+
     def half_txn_saved(self, vhost: str, txn: HalfTxn) -> None:
         self._add(
             ops.SaveHalfTxn(
@@ -212,6 +228,7 @@ class SqliteJournal:
                 txn.immunity,
                 txn.checks_sent,
                 txn.last_check_at,
+                int(txn.prepared),
             )
         )
 

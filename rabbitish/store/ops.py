@@ -189,6 +189,7 @@ class DeleteQueue(Statements):
         "DELETE FROM bindings WHERE vhost = ?1 AND dest_kind = 'queue' AND destination = ?2",
         "DELETE FROM queue_messages WHERE vhost = ?1 AND queue = ?2",
         "DELETE FROM half_messages WHERE vhost = ?1 AND queue = ?2",
+        "DELETE FROM half_settlements WHERE vhost = ?1 AND queue = ?2",
     )
 
     def write(self, db: sqlite3.Connection) -> set[int]:
@@ -285,10 +286,31 @@ class SaveHalfTxn(Statements):
     immunity: float | None
     checks_sent: int
     last_check_at: float | None
+    prepared: int
 
     sql: ClassVar[Sql] = (
         "INSERT OR REPLACE INTO half_txns (vhost, id, created_at, check_queue, immunity, "
-        "checks_sent, last_check_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+        "checks_sent, last_check_at, prepared) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class LockSettlement(Statements):
+    """A settlement of a prepared transaction: the stored message at (queue, seq) is locked
+    until the decision, its row kept; `outcome` is how a commit settles it."""
+
+    vhost: str
+    txn_id: str
+    ord: int
+    queue: str
+    seq: int
+    outcome: str
+    delivery_failed: int
+    undeliverable_here: int
+
+    sql: ClassVar[Sql] = (
+        "INSERT OR REPLACE INTO half_settlements (vhost, txn_id, ord, queue, seq, outcome, "
+        "delivery_failed, undeliverable_here) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
     )
 
 
@@ -308,6 +330,10 @@ class DecideHalf(Statements):
         if self.durable:
             db.execute(
                 "DELETE FROM half_messages WHERE vhost = ? AND txn_id = ?", (self.vhost, self.id)
+            )
+            db.execute(
+                "DELETE FROM half_settlements WHERE vhost = ? AND txn_id = ?",
+                (self.vhost, self.id),
             )
             db.execute("DELETE FROM half_txns WHERE vhost = ? AND id = ?", (self.vhost, self.id))
             db.execute(_DELETE_ORPHANS, (json.dumps(self.message_ids),))

@@ -1,6 +1,7 @@
 """Start-up: rebuild durable exchanges, queues, bindings and the persistent messages on durable
 queues from the database, in publication order. Messages that had been delivered come back
-redelivered. Nothing of an unfinished transaction is in the database, so none of it returns.
+redelivered. Nothing of an unfinished transaction is in the database, so none of it returns;
+a prepared one comes back whole: its half messages held, the messages it settled locked.
 
 Recovery only reads: it rebuilds objects through the engine's `recover_*` entry points, which
 apply none of the checks a client's declare goes through (what the broker accepted once must
@@ -17,6 +18,8 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
+from rabbitish.engine.delivery import Outcome, settle
+from rabbitish.engine.half import PreparedSettlement
 from rabbitish.engine.message import Message, PropertyCodec, bump_message_ids
 from rabbitish.engine.node import Node
 from rabbitish.engine.policies import make_policy
@@ -173,6 +176,16 @@ def _recover(
         with rebuilding(source, what):
             host.bind(target, source_name, routing_key, _table(args))
         stats.bindings += 1
+    # Stored messages settled by prepared transactions: locked again, not ready.
+    locks: dict[tuple[str, str, int], tuple[str, int, Outcome, bool, bool]] = {}
+    for vhost_name, txn_id, ord_, queue_name, seq, outcome, failed, here in conn.execute(
+        "SELECT vhost, txn_id, ord, queue, seq, outcome, delivery_failed, undeliverable_here "
+        "FROM half_settlements"
+    ):
+        with rebuilding(source, f"prepared transaction '{txn_id}' in vhost '{vhost_name}'"):
+            how = Outcome(outcome)
+        locks[(vhost_name, queue_name, seq)] = (txn_id, ord_, how, bool(failed), bool(here))
+    settled: dict[tuple[str, str], list[PreparedSettlement]] = {}
     total = conn.execute("SELECT count(*) FROM queue_messages").fetchone()[0]
     messages: dict[int, Message] = {}
     max_id = 0
@@ -225,11 +238,20 @@ def _recover(
             pager.paged[mid] = message
             messages[mid] = message
             max_id = max(max_id, mid)
+        expires_mono = None if expires_at is None else now_mono + (expires_at - now_wall)
+        lock = locks.get((vhost_name, queue_name, seq)) if locks else None
+        if lock is not None:
+            txn_id, ord_, how, failed, here = lock
+            delivery = current.restore_locked(seq, message, expires_mono)
+            settled.setdefault((vhost_name, txn_id), []).append(
+                PreparedSettlement(delivery, how, failed, here, ord_)
+            )
+            stats.messages += 1
+            continue
         if position < KEEP_IN_MEMORY and kept_bytes <= pager.keep_bytes:
             wanted.add(mid)
             kept_bytes += size
         position += 1
-        expires_mono = None if expires_at is None else now_mono + (expires_at - now_wall)
         current.restore(seq, message, bool(delivered) or not stats.clean_stop, expires_mono)
         stats.messages += 1
         if progress is not None and stats.messages % 10000 == 0:
@@ -238,7 +260,7 @@ def _recover(
     for mid in wanted:
         pager.paged.pop(mid, None)
     bump_message_ids(max_id)
-    stats.half_transactions = recover_half(conn, node, codec, stats.stale_half)
+    stats.half_transactions = recover_half(conn, node, codec, stats.stale_half, settled)
     for vhost in node.vhosts.values():
         for queue in vhost.queues.values():
             queue.restored()
@@ -264,12 +286,19 @@ def recover_policies(conn: sqlite3.Connection, node: Node, source: str) -> None:
 
 
 def recover_half(
-    conn: sqlite3.Connection, node: Node, codec: PropertyCodec, stale: list[tuple[str, str]]
+    conn: sqlite3.Connection,
+    node: Node,
+    codec: PropertyCodec,
+    stale: list[tuple[str, str]],
+    settled: dict[tuple[str, str], list[PreparedSettlement]] | None = None,
 ) -> int:
     """Undecided half transactions with their durable messages (bodies read now: they are
-    few and must all be ready for a commit) and their check-back state, then the remembered
-    decisions. A transaction none of whose messages came back is gone, as its transient
-    messages are; it goes into `stale` for the caller to drop."""
+    few and must all be ready for a commit), the settlements of prepared ones (their messages
+    locked again by the queue pass, in `settled`) and their check-back state, then the
+    remembered decisions. A half transaction none of whose messages came back is gone, as its
+    transient messages are; it goes into `stale` for the caller to drop. A prepared one stays
+    (a transaction manager will decide it), whatever of its work came back."""
+    settled = settled or {}
     held: dict[tuple[str, str], list] = {}
     messages: dict[int, Message] = {}
     max_id = 0
@@ -304,20 +333,35 @@ def recover_half(
     bump_message_ids(max_id)
     restored = 0
     rows = conn.execute(
-        "SELECT vhost, id, created_at, check_queue, immunity, checks_sent, last_check_at "
-        "FROM half_txns"
+        "SELECT vhost, id, created_at, check_queue, immunity, checks_sent, last_check_at, "
+        "prepared FROM half_txns"
     ).fetchall()
-    for vhost_name, txn_id, created_at, check_queue, immunity, checks_sent, last_check in rows:
-        entries = held.pop((vhost_name, txn_id), None)
-        if not entries:
+    for row in rows:
+        vhost_name, txn_id, created_at, check_queue, immunity, checks_sent, last_check, prep = row
+        entries = held.pop((vhost_name, txn_id), None) or []
+        locks = sorted(settled.pop((vhost_name, txn_id), []), key=lambda lock: lock.ord)
+        vhost = node.vhosts.get(vhost_name)
+        if vhost is None or not (entries or locks or prep):
             stale.append((vhost_name, txn_id))
             continue
-        node.vhosts[vhost_name].half.restore(
-            txn_id, created_at, check_queue, immunity, checks_sent, last_check, entries
+        vhost.half.restore(
+            txn_id,
+            created_at,
+            check_queue,
+            immunity,
+            checks_sent,
+            last_check,
+            entries,
+            locks,
+            bool(prep),
         )
         restored += 1
     if held:
         log.warning("half messages without their transaction ignored: %d ids", len(held))
+    for locks in settled.values():  # locked by a transaction that is gone: back in place
+        for lock in locks:
+            if lock.delivery.queue.unlock(lock.delivery):
+                settle([lock.delivery], Outcome.REQUEUE)
     for vhost_name, txn_id, committed in conn.execute(
         "SELECT vhost, id, committed FROM half_decisions ORDER BY rowid"
     ):

@@ -11,7 +11,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from urllib.parse import quote
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 DB_NAME = "rabbitish.db"
 APPLICATION_ID = 0x52424954  # "RBIT": marks the file as ours in the SQLite header
 SQLITE_MAGIC = b"SQLite format 3\x00"
@@ -26,6 +26,7 @@ TABLES = frozenset(
         "half_txns",
         "half_messages",
         "half_decisions",
+        "half_settlements",
         "vhosts",
         "users",
         "permissions",
@@ -106,6 +107,19 @@ CREATE TABLE policies (
     apply_to TEXT NOT NULL, priority INTEGER NOT NULL, definition TEXT NOT NULL,
     PRIMARY KEY (vhost, name, operator)
 );
+"""
+
+# Version 4: prepared transactions (engine/half.py `prepare`). A half transaction may be a
+# prepared one (kept across a restart even when none of its messages are), and its settlements
+# lock stored messages (queue, seq) until the decision, with the outcome a commit applies.
+PREPARED_DDL = """
+ALTER TABLE half_txns ADD COLUMN prepared INTEGER NOT NULL DEFAULT 0;
+CREATE TABLE IF NOT EXISTS half_settlements (
+    vhost TEXT NOT NULL, txn_id TEXT NOT NULL, ord INTEGER NOT NULL, queue TEXT NOT NULL,
+    seq INTEGER NOT NULL, outcome TEXT NOT NULL, delivery_failed INTEGER NOT NULL,
+    undeliverable_here INTEGER NOT NULL,
+    PRIMARY KEY (vhost, txn_id, ord)
+) WITHOUT ROWID;
 """
 
 # meta key: the access tables got the defaults (default user and vhost) once (store/access.py)
@@ -228,7 +242,8 @@ def _create(path: Path) -> None:
     try:
         conn.execute("PRAGMA synchronous=FULL")
         conn.executescript(
-            f"BEGIN; {DDL} {HALF_DDL} {ACCESS_DDL} PRAGMA application_id={APPLICATION_ID}; "
+            f"BEGIN; {DDL} {HALF_DDL} {ACCESS_DDL} {PREPARED_DDL} "
+            f"PRAGMA application_id={APPLICATION_ID}; "
             f"INSERT INTO meta VALUES ('schema_version', '{SCHEMA_VERSION}'); COMMIT;"
         )
         conn.execute("PRAGMA journal_mode=WAL")
@@ -328,4 +343,9 @@ def migrate(conn: sqlite3.Connection, version: int) -> None:
         conn.executescript(
             f"BEGIN; {ACCESS_DDL} DELETE FROM meta WHERE key = '{ACCESS_SEEDED}'; "
             "UPDATE meta SET value = '3' WHERE key = 'schema_version'; COMMIT;"
+        )
+    if version < 4:
+        conn.executescript(
+            f"BEGIN; {PREPARED_DDL} UPDATE meta SET value = '4' WHERE key = 'schema_version'; "
+            "COMMIT;"
         )

@@ -38,3 +38,15 @@ def test_hot_path_benchmark_runs() -> None:
     assert done.returncode == 0, done.stderr
     assert "| pipelined publish |" in done.stdout
     assert "| publish -> delivery |" in done.stdout
+
+
+def test_half_commits_benchmark_runs_with_prepared_transactions(tmp_path) -> None:
+    with BrokerProcess("--fsync", "always", data_dir=tmp_path) as broker:
+        argv = [sys.executable, "-m", "benchmarks.half_commits", "--url", broker.url]
+        done = subprocess.run(
+            [*argv, "--seconds", "0.05"], capture_output=True, text=True, timeout=120
+        )
+    assert done.returncode == 0, done.stderr
+    assert "transactions/s, acks per transaction:" in done.stdout
+    assert "rabbitish prepare + commit" in done.stdout
+    assert done.stdout.count("rabbitish plain tx.commit") == 2

@@ -13,7 +13,16 @@ import pika
 
 from tests.support.clients import bodies
 
-__all__ = ["TXN_EXCHANGE", "bodies", "decide", "half", "queue_json", "ready"]
+__all__ = [
+    "TXN_EXCHANGE",
+    "bodies",
+    "decide",
+    "half",
+    "half_transactions",
+    "prepare",
+    "queue_json",
+    "ready",
+]
 
 TXN_EXCHANGE = "amq.rabbitish.txn"
 
@@ -31,6 +40,14 @@ def decide(ch: Any, txn: str, outcome: str = "commit", mandatory: bool = False) 
     ch.basic_publish(TXN_EXCHANGE, outcome, b"", props, mandatory=mandatory)
 
 
+def prepare(ch: Any, txn: str, **headers: Any) -> None:
+    """On a tx channel: make the channel's staged work prepared transaction `txn` (publish the
+    prepare, then tx.commit, whose commit-ok says it is on disk)."""
+    props = pika.BasicProperties(headers={"x-half-txn": txn, **headers})
+    ch.basic_publish(TXN_EXCHANGE, "prepare", b"", props)
+    ch.tx_commit()
+
+
 def ready(ch: Any, queue: str) -> int:
     """The message count queue.declare-ok reports."""
     return ch.queue_declare(queue, passive=True).method.message_count
@@ -38,12 +55,20 @@ def ready(ch: Any, queue: str) -> int:
 
 def queue_json(management_url: str, queue: str, vhost: str = "/") -> dict[str, Any]:
     """GET /api/queues/{vhost}/{queue}; `management_url` is http://user:password@host:port."""
+    return _get(management_url, f"/api/queues/{quote(vhost, safe='')}/{quote(queue, safe='')}")
+
+
+def half_transactions(management_url: str) -> dict[str, dict[str, Any]]:
+    """GET /api/half-transactions, by id."""
+    return {t["id"]: t for t in _get(management_url, "/api/half-transactions")}
+
+
+def _get(management_url: str, path: str) -> Any:
     scheme, rest = management_url.split("://", 1)
     credentials, host = rest.rsplit("@", 1)
     token = base64.b64encode(credentials.encode()).decode()
     request = urllib.request.Request(
-        f"{scheme}://{host}/api/queues/{quote(vhost, safe='')}/{quote(queue, safe='')}",
-        headers={"Authorization": f"Basic {token}"},
+        f"{scheme}://{host}{path}", headers={"Authorization": f"Basic {token}"}
     )
     with urllib.request.urlopen(request, timeout=10) as reply:
         return json.loads(reply.read())

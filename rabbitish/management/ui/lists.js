@@ -244,8 +244,10 @@ const txColumns = [
 ];
 const halfColumns = [
   { label: "ID", html: (t) => esc(t.id) },
+  { label: "Kind", cls: "half-kind", html: (t) => (t.prepared ? "prepared" : "half") },
   { label: "Virtual host", html: (t) => esc(t.vhost) },
   { label: "Held messages", num: true, html: (t) => esc(num(t.messages)) },
+  { label: "Locked acks", num: true, cls: "half-acks", html: (t) => esc(num(t.acks || 0)) },
   { label: "Queues", html: (t) => esc((t.queues || []).join(", ")) },
   { label: "Age", num: true, html: (t) => esc(age(t.age_seconds)) },
   { label: "Checks sent", num: true, html: (t) => esc(num(t.checks_sent)) },
@@ -258,7 +260,7 @@ export const transactions = {
     root.innerHTML = `<h1>Transactions</h1><h2>Open transactions</h2>
       <p class="muted">Work staged by 0-9-1 channels after tx.select and by AMQP 1.0 transactions, not yet committed or rolled back.</p>
       <div id="tx-table"></div><h2>Half transactions</h2>
-      <p class="muted">Held half messages awaiting their producer's decision (see docs/half-messages.md). Deciding here is final.</p>
+      <p class="muted">Held half messages awaiting their producer's decision, and prepared transactions (their publishes held, their acked messages locked) awaiting their transaction manager's (see docs/half-messages.md). Deciding here is final.</p>
       <div id="half-table"></div><p id="half-result"></p>`;
     root.querySelector("#half-table").addEventListener("click", async (event) => {
       const button = event.target.closest("button[data-half]");
@@ -269,7 +271,8 @@ export const transactions = {
       const out = root.querySelector("#half-result");
       try {
         const result = await call("POST", `/half-transactions/${seg(vhost)}/${seg(id)}/${decision}`);
-        out.className = "ok"; out.textContent = `${result.decision}: ${result.messages} message(s).`;
+        const acks = result.acks === undefined ? "" : `, ${result.acks} ack(s)`;
+        out.className = "ok"; out.textContent = `${result.decision}: ${result.messages} message(s)${acks}.`;
         await transactions.update(root);
       } catch (err) { out.className = "error"; out.textContent = err.message; }
     });

@@ -132,6 +132,7 @@ export const queue = {
       ["Arguments", args(q.arguments) || '<span class="muted">none</span>'],
       ["Message bytes (ready)", esc(num(q.message_bytes_ready))],
       ["Half messages held", q.messages_half === undefined ? undefined : esc(num(q.messages_half))],
+      ["Locked by prepared acks", q.messages_prepared === undefined ? undefined : esc(num(q.messages_prepared))],
     ]);
     const hasPolicy = "policy" in q || "effective_policy_definition" in q;
     root.querySelector("#queue-policy").innerHTML = hasPolicy ? props([

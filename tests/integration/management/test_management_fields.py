@@ -33,7 +33,7 @@ NOT_APPLICABLE = (
     "message_stats.disk_reads",
     "message_stats.disk_writes",
 )
-RABBITISH_ONLY = {"queue": {"messages_half"}, "channel": {"protocol"}}
+RABBITISH_ONLY = {"queue": {"messages_half", "messages_prepared"}, "channel": {"protocol"}}
 
 
 def _applicable(path: str) -> bool:

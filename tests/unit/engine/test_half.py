@@ -9,10 +9,13 @@ from typing import Any
 import pytest
 
 from rabbitish.engine import half as half_module
+from rabbitish.engine.delivery import Outcome
+from rabbitish.engine.errors import AMQPError
 from rabbitish.engine.half import HalfSettings
 from rabbitish.engine.message import Message
+from rabbitish.engine.transactions import Transaction, TxState
 from rabbitish.engine.vhost import VirtualHost
-from tests.support.engine import CODEC
+from tests.support.engine import CODEC, NO_PROPERTIES, Taker, bodies, message
 
 
 class _Timer:
@@ -130,3 +133,83 @@ def test_decisions_are_remembered_up_to_a_bound(vhost, monkeypatch):
     assert list(vhost.half.decided) == ["b", "c"]
     assert vhost.half.decide("a", True) is False
     assert vhost.half.decide("c", True) is True
+
+
+# ---------------------------------------------------------------------- prepared transactions
+def _prepared(vhost: VirtualHost, txn_id: str, outcome: Outcome = Outcome.ACK, **kwargs: Any):
+    """Two messages on `work`: the first delivered to a consumer and settled with `outcome`
+    in a transaction that also publishes `out`, prepared as `txn_id`."""
+    work = vhost.queues["work"]
+    for body in (b"m1", b"m2"):
+        vhost.publish("", "work", message(body, "work"))
+    consumer = Taker(work, prefetch=1)
+    work.add_consumer(consumer)
+    [first] = consumer.deliveries
+    tx = Transaction("tx-1", None, 0.0, None)
+    vhost.publish("", "work", message(b"out", "work"), tx=tx)
+    tx.stage_settle([first], outcome)
+    prepared = vhost.half.prepare(txn_id, tx, **kwargs)
+    return work, consumer, first, tx, prepared
+
+
+def test_prepare_locks_settled_deliveries_and_frees_their_consumer(vhost):
+    work, consumer, first, tx, prepared = _prepared(vhost, "P")
+    assert tx.state is TxState.PREPARED and tx.publishes == [] and tx.settlements == []
+    assert prepared.locked == [first] and first.consumer is None
+    work.dispatch()  # as a front end does for the deliveries a prepare locked
+    assert (work.prepared, work.unacked, work.half) == (1, 1, 1)  # m2 went to the consumer
+    assert [d.entry.message.body for d in consumer.deliveries] == [b"m1", b"m2"]
+    [view] = vhost.half.list()
+    assert (view.id, view.messages, view.acks, view.prepared) == ("P", 1, 1, True)
+    with pytest.raises(AMQPError, match="already held"):
+        vhost.half.prepare("P", Transaction("tx-2", None, 0.0, None))
+    with pytest.raises(AMQPError, match="is prepared: no work can join it"):
+        vhost.publish("", "work", _half("P"))
+
+
+def test_commit_applies_publishes_then_settlements(vhost):
+    work, consumer, _, _, _ = _prepared(vhost, "P")
+    work.remove_consumer(consumer)
+    assert vhost.half.decide("P", True)
+    assert (work.prepared, work.half) == (0, 0)
+    assert bodies(work) == [b"m2", b"out"]  # m1 acked
+    with pytest.raises(AMQPError, match="already decided"):
+        vhost.half.prepare("P", Transaction("tx-2", None, 0.0, None))
+
+
+def test_rollback_puts_locked_messages_back_in_place_redelivered(vhost):
+    work, consumer, _, _, _ = _prepared(vhost, "P")
+    work.remove_consumer(consumer)
+    assert vhost.half.decide("P", False)
+    entries = work.ready.clear()
+    assert [(e.message.body, e.delivery_count) for e in entries] == [(b"m1", 1), (b"m2", 0)]
+
+
+def test_a_staged_reject_is_dead_lettered_at_commit(vhost):
+    vhost.declare_queue("dlq", owner=None)
+    vhost.delete_queue("work", owner=None)
+    vhost.declare_queue(
+        "work",
+        owner=None,
+        arguments={"x-dead-letter-exchange": "", "x-dead-letter-routing-key": "dlq"},
+    )
+    _work, _, _, _, _ = _prepared(vhost, "P", Outcome.DISCARD)
+    assert vhost.half.decide("P", True)
+    assert bodies(vhost.queues["dlq"]) == [b"m1"]
+
+
+def test_check_back_rolls_a_prepared_transaction_back(vhost, clock):
+    work, consumer, _, _, _ = _prepared(vhost, "P", check_queue="checks", immunity=1)
+    work.remove_consumer(consumer)
+    clock.advance(1 + 5 * 3)
+    assert [c[1] for c in _checks(vhost)] == [1, 2]
+    assert vhost.half.list() == [] and work.prepared == 0
+    assert [e.message.body for e in work.ready.clear()] == [b"m1", b"m2"]
+
+
+def test_a_prepare_publish_needs_a_transaction_and_an_id(vhost):
+    prepare = CODEC.encode(headers={"x-half-txn": "P"})
+    with pytest.raises(AMQPError, match="prepare needs a transaction"):
+        vhost.publish("amq.rabbitish.txn", "prepare", Message("", "", prepare, b"", CODEC))
+    with pytest.raises(AMQPError, match="prepare needs an x-half-txn header"):
+        vhost.publish("amq.rabbitish.txn", "prepare", Message("", "", NO_PROPERTIES, b"", CODEC))

@@ -183,3 +183,17 @@ def test_exclusive_use_is_refused_with_the_hosts_name_in_the_text(host, schedule
         403,
         "queue 'q' in vhost 'vh' in exclusive use",
     )
+
+
+def test_a_locked_delivery_is_neither_outstanding_nor_ready_until_unlocked(host, scheduler):
+    queue = new_queue(host, scheduler)
+    queue.enqueue(message(b"a"))
+    delivery = queue.get(settled=False)
+    assert delivery is not None and queue.lock(delivery)
+    assert (queue.unacked, queue.prepared, queue.message_count) == (0, 1, 0)
+    assert not queue.lock(delivery)  # not outstanding any more
+    assert queue.unlock(delivery) and (queue.unacked, queue.prepared) == (1, 0)
+    assert not queue.unlock(delivery)
+    assert queue.lock(delivery)
+    queue.mark_deleted()
+    assert queue.prepared == 0 and not queue.unlock(delivery)

@@ -3,6 +3,8 @@ state, all-or-nothing commits, mandatory returns and staged acquisitions."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from rabbitish.engine.delivery import Outcome
@@ -88,3 +90,30 @@ def test_rollback_releases_acquisitions_and_hands_back_settlements(node, vhost):
     assert acquired.settled and acquired.delivery_count == 0
     redelivered = queue.get(settled=False)
     assert redelivered.entry is acquired.entry and not redelivered.redelivered
+
+
+def _prepare_marker(txn: str) -> Any:
+    return message(b"", "prepare", "amq.rabbitish.txn", headers={"x-half-txn": txn})
+
+
+def test_a_staged_prepare_makes_the_commit_a_prepare(node, vhost):
+    queue = vhost.declare_queue("q", owner=None)
+    tx = node.transactions.begin(owner=None)
+    vhost.publish("", "q", message(b"a"), tx=tx)
+    vhost.publish("amq.rabbitish.txn", "prepare", _prepare_marker("P"), tx=tx)
+    vhost.publish("amq.rabbitish.txn", "prepare", _prepare_marker("P"), tx=tx)  # same id: fine
+    with pytest.raises(AMQPError, match="already prepares 'P'"):
+        vhost.publish("amq.rabbitish.txn", "prepare", _prepare_marker("Q"), tx=tx)
+    result = tx.commit()
+    assert result.prepared == "P" and result.needs_sync and tx.state is TxState.PREPARED
+    assert node.transactions.prepared == 1 and len(node.transactions) == 0
+    assert queue.message_count == 0 and queue.half == 1
+    assert vhost.half.decide("P", True) and bodies(queue) == [b"a"]
+
+
+def test_a_rolled_back_transaction_forgets_its_staged_prepare(node, vhost):
+    vhost.declare_queue("q", owner=None)
+    tx = node.transactions.begin(owner=None)
+    vhost.publish("amq.rabbitish.txn", "prepare", _prepare_marker("P"), tx=tx)
+    tx.rollback()
+    assert tx.prepare_as is None and vhost.half.list() == []

@@ -10,7 +10,7 @@ from types import SimpleNamespace
 import pytest
 
 from rabbitish.store import ops
-from rabbitish.store.schema import DDL, HALF_DDL
+from rabbitish.store.schema import DDL, HALF_DDL, PREPARED_DDL
 
 
 class Traced(sqlite3.Connection):
@@ -22,7 +22,7 @@ class Traced(sqlite3.Connection):
 @pytest.fixture
 def db():
     conn = sqlite3.connect(":memory:", isolation_level=None, factory=Traced)
-    conn.executescript(DDL + HALF_DDL)
+    conn.executescript(DDL + HALF_DDL + PREPARED_DDL)
     conn.statements = []
     conn.set_trace_callback(conn.statements.append)
     yield conn
@@ -110,3 +110,21 @@ def test_a_failed_batch_leaves_nothing(db):
         ops.write_batch(db, [enqueue("a", 1, m)])
     assert not db.in_transaction
     assert rows(db) == ([], [])
+
+
+def test_a_prepared_transactions_locks_go_with_its_decision_and_its_queue(db):
+    m = message(1)
+    save = ops.SaveHalfTxn("/", "P", 1.0, None, None, 0, None, 1)
+    lock = ops.LockSettlement("/", "P", 0, "a", 1, "ack", 1, 0)
+    ops.write_batch(db, [enqueue("a", 1, m), save, lock])
+    assert db.execute("SELECT prepared FROM half_txns").fetchall() == [(1,)]
+    assert db.execute("SELECT queue, seq, outcome FROM half_settlements").fetchall() == [
+        ("a", 1, "ack")
+    ]
+    decide = ops.DecideHalf("/", "P", True, (), 1, None)
+    ops.write_batch(db, [ops.Remove("/", "a", 1, 1), decide])
+    assert db.execute("SELECT count(*) FROM half_settlements").fetchone() == (0,)
+    assert rows(db) == ([], [])
+    ops.write_batch(db, [enqueue("b", 1, m), ops.LockSettlement("/", "Q", 0, "b", 1, "ack", 1, 0)])
+    ops.write_batch(db, [ops.DeleteQueue("/", "b")])
+    assert db.execute("SELECT count(*) FROM half_settlements").fetchone() == (0,)
