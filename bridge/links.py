@@ -32,7 +32,7 @@ from rabbitish.bridge.codec.definitions import (
 from rabbitish.engine.auth import Authorize
 from rabbitish.engine.consumer import Consumer
 from rabbitish.engine.delivery import Delivery, Outcome, settle
-from rabbitish.engine.errors import not_found
+from rabbitish.engine.errors import AMQPError, not_found
 
 if TYPE_CHECKING:
     from rabbitish.bridge.session import Session
@@ -134,12 +134,29 @@ class IncomingLink(ReceivingLink):
     def _post(self, first: Transfer, posted: TransactionalState, message: Any) -> None:
         """Transactional posting: staged in the transaction, visible at its commit; the
         presumptive outcome goes back at once."""
-        declared = self.session.conn.transactions.lookup(posted.txn_id)
-        self.vhost.publish(self.address.exchange, message.routing_key, message, tx=declared.tx)
+        table = self.session.conn.transactions
+        declared = table.lookup(posted.txn_id)
+        try:
+            self.vhost.publish(self.address.exchange, message.routing_key, message, tx=declared.tx)
+        except AMQPError as err:
+            # Refused (the session ends with it): the transaction must not commit without it.
+            table.refused(
+                declared.txn_id, f"a transfer in the transaction was refused: {err.reply_text}"
+            )
+            raise
         if not first.settled:
             state = TransactionalState(txn_id=declared.txn_id, outcome=Accepted())
             delivery_id = int(first.delivery_id)  # type: ignore[arg-type]  # as in on_transfer
             self.session.send_disposition(delivery_id, state, role=True)
+
+    def teardown(self) -> None:
+        """A transactional transfer left incomplete can never arrive: its transaction must
+        not commit without it."""
+        first = self.pending_transfer
+        super().teardown()
+        if first is not None and isinstance(first.state, TransactionalState):
+            reason = "a transfer in the transaction was left incomplete"
+            self.session.conn.transactions.refused(first.state.txn_id, reason)
 
 
 class OutgoingLink(Consumer):
@@ -213,6 +230,7 @@ class OutgoingLink(Consumer):
         can put them back."""
         if self.txn is not None and self.txn is not declared:
             self.txn.acquiring.remove(self)
+        declared.tx.touch()  # a method naming the transaction: it is in use
         self.txn = declared
         self.settled_on_delivery = False
         if self not in declared.acquiring:

@@ -173,7 +173,8 @@ class Session:
         if attach.rcv_settle_mode == RCV_SETTLE_SECOND and attach.snd_settle_mode != links.SETTLED:
             raise SessionEnded(NOT_IMPLEMENTED, "rcv-settle-mode second not supported")
         # A link that cannot be made ends the session with the error, as RabbitMQ 3.x does
-        # (`_refuse` is the spec's link-level refusal, which RabbitMQ 4.x uses).
+        # (`_refuse` is the spec's link-level refusal, which RabbitMQ 4.x uses; rabbitish
+        # refuses a control link that way when it asks for what the coordinator lacks).
         try:
             if attach.role == links.ROLE_SENDER and isinstance(attach.target, Coordinator):
                 link: links.Link = txns.CoordinatorLink(self, attach)
@@ -181,6 +182,9 @@ class Session:
                 link = links.IncomingLink(self, attach)
             else:
                 link = links.OutgoingLink(self, attach)
+        except txns.RefusedAttach as err:
+            self._refuse(attach, err.condition, err.description)
+            return
         except LinkError as err:
             raise SessionEnded(err.condition, err.description) from None
         except AMQPError as err:
@@ -406,10 +410,10 @@ class Session:
                 found = self.unsettled.pop(delivery_id, None)
             else:
                 found = self.unsettled.get(delivery_id)
-            if found is not None:
-                self.conn.transactions.retire(
-                    declared, self, delivery_id, found[1], state.outcome, bool(disposition.settled)
-                )
+            if found is not None and not self.conn.transactions.retire(
+                declared, self, delivery_id, found[1], state.outcome, bool(disposition.settled)
+            ):
+                return  # the transaction ended over it: the rest is not staged either
 
     def _detach(self, detach: Detach) -> None:
         handle = int(detach.handle)

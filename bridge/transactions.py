@@ -4,9 +4,19 @@ transactional posting (transfers), retirement (dispositions) and acquisition (fl
 
 A 1.0 txn-id is the engine transaction's id as binary, so `rabbitish tx` and the management API
 name the same transaction the client holds. Transactions belong to the connection: work on any
-link of any session of the connection may name one. A transaction ends when it is discharged,
-when the coordinator link that declared it detaches, or when the connection goes; the last two
-roll it back.
+link of any session of the connection may name one (`amqp:multi-ssns-per-txn`). A transaction
+ends when it is discharged, when the coordinator link that declared it detaches, or when the
+connection goes; the last two roll it back. The resource ends one itself when it refuses work
+done in it (a transactional transfer refused on any session, or sent on a control link): it is
+rolled back at once and its id stays known, so the next use of it, or its discharge, hears why
+(`amqp:transaction:rollback`). So does a transaction idle past `--transaction-timeout`
+(`amqp:transaction:timeout`).
+
+A declare with a `global-id` starts a transaction branch: the same staged work, which a commit
+discharge may not apply. The controller prepares it with a discharge carrying
+`rabbitish:prepare` = true (message annotations or application properties): its work becomes
+the prepared half transaction named by the global-id (engine/half.py), accepted once that is on
+disk, and decided later from any connection, the management API or `rabbitish tx`.
 
 Rollback puts things back as the spec asks: staged publishes are dropped; a delivery retired
 in the transaction while still unsettled at the client stays unsettled (the client may settle it
@@ -23,30 +33,55 @@ from rabbitish.bridge.codec import DecodeError, Symbol, decode_all
 from rabbitish.bridge.codec.definitions import (
     Accepted,
     AmqpValue,
+    ApplicationProperties,
     Attach,
     Coordinator,
     Declare,
     Declared,
     Discharge,
     Error,
+    MessageAnnotations,
     Rejected,
+    Source,
     TransactionalState,
     Transfer,
 )
 from rabbitish.bridge.links import ReceivingLink, outcome_of
 
 from rabbitish.engine.delivery import Delivery, Outcome, settle
-from rabbitish.engine.errors import AMQPError
+from rabbitish.engine.errors import AMQPError, precondition_failed
 from rabbitish.engine.transactions import Transaction, TxState
 
 if TYPE_CHECKING:
     from rabbitish.bridge.connection import Connection10
     from rabbitish.bridge.session import Session
 
+    from rabbitish.engine.vhost import VirtualHost
+
 LOCAL_TRANSACTIONS = Symbol("amqp:local-transactions")
 MULTI_TXNS_PER_SSN = Symbol("amqp:multi-txns-per-ssn")
+MULTI_SSNS_PER_TXN = Symbol("amqp:multi-ssns-per-txn")
+DISTRIBUTED_TRANSACTIONS = Symbol("amqp:distributed-transactions")
+# What the coordinator offers: transactions may span the sessions of a connection, a session may
+# hold several at once, and a declare may carry a global-id (a branch prepared with
+# `rabbitish:prepare`, decided as a half transaction).
+CAPABILITIES: tuple[str, ...] = (
+    LOCAL_TRANSACTIONS,
+    MULTI_TXNS_PER_SSN,
+    MULTI_SSNS_PER_TXN,
+    DISTRIBUTED_TRANSACTIONS,
+)
+PREPARE = "rabbitish:prepare"  # in a discharge's message annotations or application properties
+PROMOTABLE = Symbol("amqp:promotable-transactions")
+REJECTED_OUTCOME = Symbol("amqp:rejected:list")
 UNKNOWN_ID = "amqp:transaction:unknown-id"
 ROLLBACK = "amqp:transaction:rollback"
+TIMEOUT = "amqp:transaction:timeout"
+ILLEGAL_STATE = "amqp:illegal-state"
+NOT_IMPLEMENTED = "amqp:not-implemented"
+PRECONDITION_FAILED = "amqp:precondition-failed"
+INVALID_FIELD = "amqp:invalid-field"
+MAX_GLOBAL_ID = 255  # bytes of UTF-8, as an x-half-txn id
 CREDIT = 100  # declares and discharges a controller may have in flight
 
 
@@ -78,6 +113,10 @@ class DeclaredTxn:
     retirements: list[Retirement] = field(default_factory=list)
     acquisitions: list[Acquisition] = field(default_factory=list)
     acquiring: list[Any] = field(default_factory=list)  # outgoing links acquiring under it
+    # Set when the resource ended it (rolled back): the condition and description its next use
+    # or its discharge gets.
+    ended_with: tuple[str, str] | None = None
+    global_id: str | None = None  # a branch: prepared as the half transaction of this id
 
     def acquired(
         self, session: Session, delivery_id: int, delivery: Delivery, settled: bool
@@ -96,20 +135,51 @@ class TransactionTable:
         self.conn = conn
         self.by_id: dict[bytes, DeclaredTxn] = {}
 
-    def declare(self, controller: CoordinatorLink) -> DeclaredTxn:
-        tx = self.conn.node.transactions.begin(controller.session)
-        declared = DeclaredTxn(tx.id.encode(), tx, controller)
+    def declare(self, controller: CoordinatorLink, global_id: str | None = None) -> DeclaredTxn:
+        """A local transaction, or with `global_id` a branch (406 when that id is held by a
+        prepared or half transaction, was decided, or names a live branch here)."""
+        if global_id is not None:
+            self._vhost().half.check_unused(global_id)
+            if any(d.global_id == global_id for d in self.by_id.values()):
+                raise precondition_failed(f"transaction branch '{global_id}' is already open")
+        tx = self.conn.node.transactions.begin(controller.session, on_timeout=self._idle)
+        declared = DeclaredTxn(tx.id.encode(), tx, controller, global_id=global_id)
         self.by_id[declared.txn_id] = declared
         return declared
 
+    def _vhost(self) -> VirtualHost:
+        vhost = self.conn.vhost
+        assert vhost is not None  # a session exists only on an open connection
+        return vhost
+
+    def _idle(self, tx: Transaction) -> None:
+        """Idle past --transaction-timeout with work in it: rolled back now; its next use or
+        its discharge gets `amqp:transaction:timeout`."""
+        declared = self.by_id.get(tx.id.encode())
+        if declared is not None and declared.tx is tx and declared.ended_with is None:
+            seconds = self.conn.node.transactions.idle_timeout
+            self.end(declared, TIMEOUT, f"transaction idle for more than {seconds:g} s")
+
     def lookup(self, txn_id: Any) -> DeclaredTxn:
+        """The live transaction that work (posting, retirement, acquisition) names."""
+        declared = self.known(txn_id)
+        if declared.ended_with is not None:
+            raise LinkError(*declared.ended_with)
+        return declared
+
+    def known(self, txn_id: Any) -> DeclaredTxn:
+        """The transaction a discharge names, live or ended by the resource."""
         declared = self.by_id.get(bytes(txn_id)) if isinstance(txn_id, bytes | memoryview) else None
         if declared is None:
             raise LinkError(UNKNOWN_ID, f"unknown transaction id {txn_id!r}")
         return declared
 
     def declared_by(self, session: Session) -> tuple[Transaction, ...]:
-        return tuple(d.tx for d in self.by_id.values() if d.controller.session is session)
+        return tuple(
+            d.tx
+            for d in self.by_id.values()
+            if d.controller.session is session and d.ended_with is None
+        )
 
     # ------------------------------------------------------------------ work
     def retire(
@@ -120,18 +190,38 @@ class TransactionTable:
         delivery: Delivery,
         outcome_state: Any,
         client_settled: bool,
-    ) -> None:
-        """Stage the client's outcome for a delivery it received."""
+    ) -> bool:
+        """Stage the client's outcome for a delivery it received. False when that ended the
+        transaction: the delivery was acquired in another live one (the spec's error, which
+        terminates the retiring transaction's control link with a rollback)."""
         for other in self.by_id.values():
-            if other is not declared and any(a.delivery is delivery for a in other.acquisitions):
-                # Acquired in one live transaction, retired in another: the spec's error.
-                self.fail(other, ROLLBACK, "delivery retired in a different transaction")
-                break
+            if (
+                other is not declared
+                and other.ended_with is None
+                and any(a.delivery is delivery for a in other.acquisitions)
+            ):
+                self.fail(declared, ROLLBACK, "delivery acquired in a different transaction")
+                return False
         outcome, flags = outcome_of(outcome_state)
         declared.tx.stage_settle([delivery], outcome, **flags)
         declared.retirements.append(
             Retirement(session, delivery_id, delivery, outcome_state, client_settled)
         )
+        return True
+
+    def refused(self, txn_id: Any, description: str) -> None:
+        """Work the client did in a transaction was refused (a transactional transfer, on any
+        session): the transaction can no longer commit, as the spec requires. It rolls back
+        now; its next use or commit discharge gets `amqp:transaction:rollback`."""
+        declared = self.by_id.get(bytes(txn_id)) if isinstance(txn_id, bytes | memoryview) else None
+        if declared is not None and declared.ended_with is None:
+            self.end(declared, ROLLBACK, description)
+
+    def end(self, declared: DeclaredTxn, condition: str, description: str) -> None:
+        """The resource ends a transaction: rolled back at once, its id kept until discharged
+        (or its control link goes) so that the client hears `condition`."""
+        self.rollback(declared, forget=False)
+        declared.ended_with = (condition, description)
 
     def take_over(self, deliveries: list[Delivery]) -> list[Delivery]:
         """Deliveries whose link or session is going: those retired in a live transaction stay
@@ -159,6 +249,21 @@ class TransactionTable:
     def commit(self, declared: DeclaredTxn) -> bool:
         """Apply the transaction; True when the completion must wait for disk."""
         result = declared.tx.commit()
+        self._applied(declared)
+        return result.needs_sync
+
+    def prepare(self, declared: DeclaredTxn) -> None:
+        """A branch's work becomes the prepared half transaction named by its global-id (406,
+        nothing changed, when a commit would be refused or the id is taken); its retirements'
+        deliveries are locked there until the decision. Complete once on disk."""
+        assert declared.global_id is not None
+        codec = self.conn.node.codec
+        self._vhost().half.prepare(declared.global_id, declared.tx, codec=codec)
+        self._applied(declared)
+
+    def _applied(self, declared: DeclaredTxn) -> None:
+        """Committed or prepared: the transaction is done, and what the client retired in it
+        but left unsettled is settled for it with its outcome, as the spec allows."""
         self._finish(declared)
         for retirement in declared.retirements:
             session = retirement.session
@@ -170,15 +275,15 @@ class TransactionTable:
                 session.send_disposition(retirement.delivery_id, state, role=False)
         for session in list(self.conn.sessions.values()):
             session.resume()
-        return result.needs_sync
 
-    def rollback(self, declared: DeclaredTxn) -> None:
+    def rollback(self, declared: DeclaredTxn, forget: bool = True) -> None:
         if declared.tx.state in (TxState.ACTIVE, TxState.PREPARED):
             declared.tx.rollback()  # releases acquisitions back in place
-        self._finish(declared)
+        self._finish(declared, forget)
         for acquisition in declared.acquisitions:
             acquisition.session.unsettled.pop(acquisition.delivery_id, None)
         back = [r.delivery for r in declared.retirements if r.client_settled]
+        declared.acquisitions, declared.retirements = [], []
         if back:
             settle(back, Outcome.RELEASED)
         for session in list(self.conn.sessions.values()):
@@ -188,8 +293,9 @@ class TransactionTable:
         """The resource ends the transaction: the control link goes with the error."""
         declared.controller.session.detach_link(declared.controller, condition, description)
 
-    def _finish(self, declared: DeclaredTxn) -> None:
-        self.by_id.pop(declared.txn_id, None)
+    def _finish(self, declared: DeclaredTxn, forget: bool = True) -> None:
+        if forget:
+            self.by_id.pop(declared.txn_id, None)
         for link in declared.acquiring:
             link.stop_acquiring(declared)
         declared.acquiring.clear()
@@ -218,44 +324,99 @@ class CoordinatorLink(ReceivingLink):
     def __init__(self, session: Session, attach: Attach) -> None:
         super().__init__(session, attach)
         self.name = str(attach.name)
+        target = attach.target
+        desired = _symbols(attach.desired_capabilities)
+        desired += _symbols(target.capabilities if isinstance(target, Coordinator) else None)
+        if PROMOTABLE in desired:
+            raise RefusedAttach(NOT_IMPLEMENTED, "promotable transactions are not supported")
         self.table: TransactionTable = session.conn.transactions
-        self.target = Coordinator(capabilities=[LOCAL_TRANSACTIONS, MULTI_TXNS_PER_SSN])
+        self.target = Coordinator(capabilities=list(CAPABILITIES))
+        # The spec's choice: a source that lists its outcomes without rejected hears errors
+        # as a detach of the control link; otherwise they reject the declare or discharge.
+        source = attach.source
+        listed = _symbols(source.outcomes) if isinstance(source, Source) else []
+        self.rejects = not listed or REJECTED_OUTCOME in listed
 
     def received(self, first: Transfer, body: bytes) -> None:
+        if isinstance(first.state, TransactionalState):
+            # No transactional work on the control link: refused, and the transaction it
+            # names can no longer commit.
+            self.table.refused(first.state.txn_id, "transactional work sent on the control link")
+            if not first.settled:
+                self._reject(
+                    int(first.delivery_id),  # type: ignore[arg-type]
+                    ILLEGAL_STATE,
+                    "transactional work is not allowed on the control link",
+                )
+                return
         if first.settled:
-            raise LinkError("amqp:illegal-state", "declare and discharge must be sent unsettled")
+            raise LinkError(ILLEGAL_STATE, "declare and discharge must be sent unsettled")
         # An unsettled transfer carries its delivery-id (a peer that leaves it out fails
         # here, with a TypeError, as it always has).
-        self._control(int(first.delivery_id), _control_body(body))  # type: ignore[arg-type]
+        request, prepare = _control_body(body)
+        self._control(int(first.delivery_id), request, prepare)  # type: ignore[arg-type]
 
-    def _control(self, delivery_id: int, request: Any) -> None:
+    def _control(self, delivery_id: int, request: Any, prepare: bool = False) -> None:
         if isinstance(request, Declare):
-            if request.global_id is not None:
-                self._reject(delivery_id, "amqp:not-implemented", "global transactions")
-                return
-            declared = self.table.declare(self)
-            self.session.send_disposition(delivery_id, Declared(txn_id=declared.txn_id), role=True)
+            self._declare(delivery_id, request)
         elif isinstance(request, Discharge):
             try:
-                declared = self.table.lookup(request.txn_id)
+                declared = self.table.known(request.txn_id)
             except LinkError as err:
                 self._reject(delivery_id, err.condition, err.description)
                 return
-            self._discharge(delivery_id, declared, bool(request.fail))
+            self._discharge(delivery_id, declared, bool(request.fail), prepare)
         else:
             self._reject(delivery_id, "amqp:decode-error", "expected a declare or a discharge")
 
-    def _discharge(self, delivery_id: int, declared: DeclaredTxn, fail: bool) -> None:
-        if fail:
+    def _declare(self, delivery_id: int, request: Declare) -> None:
+        global_id = None
+        if request.global_id is not None:
+            global_id = _global_id(request.global_id)
+            if global_id is None:
+                text = f"global-id must be a string or binary of 1 to {MAX_GLOBAL_ID} bytes"
+                self._reject(delivery_id, INVALID_FIELD, text)
+                return
+        try:
+            declared = self.table.declare(self, global_id)
+        except AMQPError as err:
+            self._reject(delivery_id, PRECONDITION_FAILED, err.text)
+            return
+        self.session.send_disposition(delivery_id, Declared(txn_id=declared.txn_id), role=True)
+
+    def _discharge(
+        self, delivery_id: int, declared: DeclaredTxn, fail: bool, prepare: bool = False
+    ) -> None:
+        if fail:  # always possible, even for a transaction the resource already ended
             self.table.rollback(declared)
             self._accept(delivery_id)
+            return
+        if declared.ended_with is not None:  # rolled back by the resource: say why
+            self.table.rollback(declared)
+            self._reject(delivery_id, *declared.ended_with)
+            return
+        if prepare != (declared.global_id is not None):
+            # Refused, the transaction stays open: a branch is prepared, never committed here;
+            # a local transaction is committed, never prepared.
+            if prepare:
+                text = "only a transaction declared with a global-id can be prepared"
+            else:
+                text = (
+                    f"transaction branch '{declared.global_id}' must be prepared: discharge "
+                    f"it with {PREPARE}, then decide it as a half transaction"
+                )
+            self._reject(delivery_id, PRECONDITION_FAILED, text)
             return
         if self.table.incomplete(declared):
             self.table.rollback(declared)
             raise LinkError(ROLLBACK, "a transfer of the transaction is incomplete")
         try:
-            touched = self.table.commit(declared)
-        except AMQPError as err:  # a queue refuses the commit: nothing was applied
+            if prepare:
+                self.table.prepare(declared)
+                touched = True  # a prepare is answered once it is on disk
+            else:
+                touched = self.table.commit(declared)
+        except AMQPError as err:  # refused (a full reject-publish queue, an id in use)
             self.table.rollback(declared)
             self._reject(delivery_id, ROLLBACK, err.text)
             return
@@ -276,6 +437,10 @@ class CoordinatorLink(ReceivingLink):
             self.session.send_disposition(delivery_id, Accepted(), role=True)
 
     def _reject(self, delivery_id: int, condition: str, description: str) -> None:
+        """A transaction error: the rejected outcome when the control link's source takes it,
+        else a detach of the control link carrying the error (raised to the session)."""
+        if not self.rejects:
+            raise LinkError(condition, description)
         error = Error(condition=Symbol(condition), description=description)
         self.session.send_disposition(delivery_id, Rejected(error=error), role=True)
 
@@ -284,11 +449,43 @@ class CoordinatorLink(ReceivingLink):
         self.table.rollback_all(self)
 
 
-def _control_body(body: bytes) -> Any:
-    """The declare or discharge in a control message's amqp-value section."""
+class RefusedAttach(LinkError):
+    """A control link the coordinator refuses alone (an attach answered without a target,
+    then a detach with the error); the session goes on."""
+
+
+def _symbols(value: Any) -> list[Any]:
+    """A multiple symbol field: absent, one symbol or a list of them."""
+    if value is None:
+        return []
+    return list(value) if isinstance(value, list | tuple) else [value]
+
+
+def _control_body(body: bytes) -> tuple[Any, bool]:
+    """The declare or discharge in a control message's amqp-value section, and whether its
+    message annotations or application properties ask for a prepare (`rabbitish:prepare`)."""
     try:
         sections = decode_all(body)
     except DecodeError:
+        return None, False
+    value, prepare = None, False
+    for section in sections:
+        if isinstance(section, AmqpValue):
+            value = section.value
+        elif isinstance(section, MessageAnnotations | ApplicationProperties):
+            fields = section.value if isinstance(section.value, dict) else {}
+            prepare = prepare or fields.get(PREPARE) is True
+    return value, prepare
+
+
+def _global_id(value: Any) -> str | None:
+    """A declare's global-id as a half-transaction id: a string, or binary in UTF-8, of 1 to
+    255 bytes (None: not usable)."""
+    if isinstance(value, bytes | memoryview):
+        try:
+            value = bytes(value).decode()
+        except UnicodeDecodeError:
+            return None
+    if not isinstance(value, str) or not 0 < len(value.encode()) <= MAX_GLOBAL_ID:
         return None
-    value = next((s.value for s in sections if isinstance(s, AmqpValue)), None)
-    return value
+    return str(value)

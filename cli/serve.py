@@ -162,6 +162,8 @@ def limits_problem(config: Config) -> str | None:
         return "--max-message-size and --consumer-timeout must not be negative"
     if config.busy_wait_us < 0:
         return "--busy-wait-us must not be negative"
+    if config.transaction_timeout < 0:
+        return "--transaction-timeout must not be negative"
     return None
 
 

@@ -129,6 +129,13 @@ SERVE_OPTIONS: tuple[ServeOption, ...] = (
         "consumer_timeout", int, "Milliseconds a delivery may stay unacknowledged (0: no limit)."
     ),
     _setting(
+        "transaction_timeout",
+        float,
+        "Seconds an open transaction holding uncommitted work may stay idle before the broker "
+        "ends it: a 0-9-1 tx channel is closed with 406, a 1.0 transaction rolled back "
+        "(0: no limit).",
+    ),
+    _setting(
         "busy_wait_us",
         int,
         "Microseconds the event loop polls before it sleeps while clients send in short gaps "

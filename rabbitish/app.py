@@ -82,6 +82,7 @@ class Broker:
             users=self.config.users,
             codec=CODEC,
             half=HalfSettings(self.config.half_check_interval, self.config.half_check_max),
+            transaction_timeout=self.config.transaction_timeout,
         )
         self.node.alarms.listen(self._alarms_changed)
         if not self.config.in_memory:

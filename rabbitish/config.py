@@ -75,6 +75,9 @@ class Config:
     # Milliseconds a delivery may stay unacknowledged before its channel is closed (RabbitMQ's
     # consumer_timeout; 0: never).
     consumer_timeout: int = 1_800_000
+    # Seconds an open, unprepared transaction holding work may stay idle before it is ended: a
+    # 0-9-1 tx channel is closed with 406, a 1.0 transaction rolled back (0: never, as RabbitMQ).
+    transaction_timeout: float = 0.0
     # Microseconds `rabbitish serve`'s event loop polls before it sleeps while clients send in
     # short gaps (server/busy_wait.py; RabbitMQ's schedulers busy-wait too); 0: never. Brokers
     # embedded in another program's loop (rabbitish.testing) never poll.

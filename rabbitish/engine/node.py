@@ -55,6 +55,7 @@ class Node:
         users: dict[str, str] | None = None,
         codec: PropertyCodec | None = None,
         half: HalfSettings | None = None,
+        transaction_timeout: float = 0.0,
     ) -> None:
         self.scheduler = scheduler
         self.half_settings = half or HalfSettings()
@@ -75,7 +76,11 @@ class Node:
         # Counters of what came and went, for statistics: queue ones are counted by the vhosts.
         self.churn = dict.fromkeys(CHURN_NAMES, 0)
         self.connections: set[FrontEndConnection] = ConnectionSet(self.churn)
-        self.transactions = TransactionRegistry()
+        # Every open transaction; idle ones holding work end after `transaction_timeout`
+        # seconds (0: never).
+        self.transactions = TransactionRegistry(
+            scheduler=scheduler, idle_timeout=transaction_timeout
+        )
         self.alarms = Alarms()  # raised while publishers must wait (engine/alarms.py)
         self.spill: BodyStore | None = None  # where bodies go under memory pressure
         self.on_published: Callable[[int], None] | None = None

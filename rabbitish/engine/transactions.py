@@ -11,7 +11,15 @@ and then settlements, with delivery to consumers held until the whole commit is 
 consumer on any queue sees part of a commit and a refused commit changes nothing. Half messages
 and their decisions (engine/half.py) are staged publishes with an effect, applied in their place
 by the commit under the same hold. A staged prepare (`HalfPrepare`) turns the commit into a
-prepare: the work becomes a prepared half transaction instead of being applied."""
+prepare: the work becomes a prepared half transaction instead of being applied.
+
+The registry also bounds how long an active transaction holding work may stay idle
+(`--transaction-timeout`): the idle clock starts at the first staged work and restarts at every
+further staging or method naming the transaction (`touch`); past the timeout the registry calls
+the front end's `on_timeout`, which ends the transaction its protocol's way. One timer per
+transaction, armed at its first work and re-armed only when it fires early, for both protocols.
+An empty transaction holds nothing and is never timed out; a prepared one is bounded by the
+half-transaction rules instead."""
 
 from __future__ import annotations
 
@@ -22,6 +30,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from rabbitish.engine.clock import Scheduler, TimerHandle
 from rabbitish.engine.delivery import Delivery, Outcome, settle
 from rabbitish.engine.errors import precondition_failed
 from rabbitish.engine.half import Effect, HalfPrepare
@@ -71,14 +80,18 @@ class CommitResult:
 class Transaction:
     __slots__ = (
         "acquisitions",
+        "active_at",
         "created_at",
         "id",
+        "idle_timer",
+        "on_timeout",
         "owner",
         "prepare_as",
         "publishes",
         "registry",
         "settlements",
         "state",
+        "watch",
     )
 
     def __init__(
@@ -92,6 +105,12 @@ class Transaction:
         self.publishes: list[StagedPublish] = []
         self.settlements: list[StagedSettlement] = []
         self.acquisitions: list[Delivery] = []
+        # The idle timeout: the registry that watches this transaction (None: not watched), the
+        # front end's callback, the monotonic time of the last activity and the pending check.
+        self.watch: TransactionRegistry | None = None
+        self.on_timeout: Callable[[Transaction], None] | None = None
+        self.active_at = 0.0
+        self.idle_timer: TimerHandle | None = None
         self.prepare_as: HalfPrepare | None = None  # a staged prepare: commit prepares instead
 
     # ------------------------------------------------------------------ counts
@@ -128,6 +147,8 @@ class Transaction:
             self.prepare_as = self.prepare_as or effect
             return
         self.publishes.append(StagedPublish(message, queues, mandatory, effect))
+        if self.watch is not None:
+            self.watch.touch(self)
 
     def stage_settle(
         self,
@@ -141,11 +162,21 @@ class Transaction:
         self.settlements.append(
             StagedSettlement(deliveries, outcome, delivery_failed, undeliverable_here)
         )
+        if self.watch is not None:
+            self.watch.touch(self)
 
     def stage_acquire(self, delivery: Delivery) -> None:
         """A delivery made under this transaction: released back in place on rollback."""
         self._require(TxState.ACTIVE)
         self.acquisitions.append(delivery)
+        if self.watch is not None:
+            self.watch.touch(self)
+
+    def touch(self) -> None:
+        """A method named this transaction (a 1.0 flow acquiring in it, say): it is in use, so
+        its idle time starts again, as with staged work."""
+        if self.watch is not None:
+            self.watch.touch(self)
 
     # ------------------------------------------------------------------ outcome
     def check(self) -> None:
@@ -172,6 +203,8 @@ class Transaction:
         self._require(TxState.ACTIVE)
         self.check()
         self.state = TxState.PREPARED
+        if self.watch is not None:  # prepared work is bounded by the half-transaction rules
+            self.watch.unwatch(self)
 
     def commit(self) -> CommitResult:
         """Apply everything, or nothing when `check` refuses (the transaction then stays as it
@@ -258,15 +291,31 @@ class TransactionRegistry:
     """Every open (active or prepared) transaction of the node, by id: what the CLI and the
     management API list and what later protocols name."""
 
-    def __init__(self, clock: Callable[[], float] = time.time) -> None:
+    def __init__(
+        self,
+        clock: Callable[[], float] = time.time,
+        scheduler: Scheduler | None = None,
+        idle_timeout: float = 0.0,
+    ) -> None:
         self._clock = clock
         self._open: dict[str, Transaction] = {}
         self._ids = itertools.count(1)
         self.committed = 0  # transactions ended each way so far (metrics)
         self.rolled_back = 0
         self.prepared = 0  # ended by a prepare: handed over to a half transaction
+        self._scheduler = scheduler
+        # Seconds an active transaction holding work may stay idle (0: no limit); needs a
+        # scheduler for its timers.
+        self.idle_timeout = idle_timeout
 
-    def begin(self, owner: Any, txn_id: str | None = None) -> Transaction:
+    def begin(
+        self,
+        owner: Any,
+        txn_id: str | None = None,
+        on_timeout: Callable[[Transaction], None] | None = None,
+    ) -> Transaction:
+        """Open a transaction. `on_timeout` is how the front end ends it when it stays idle
+        past the idle timeout (without it, or without a timeout, it is never timed out)."""
         if txn_id is None:
             txn_id = f"tx-{next(self._ids)}"
             while txn_id in self._open:
@@ -274,13 +323,51 @@ class TransactionRegistry:
         elif txn_id in self._open:
             raise precondition_failed(f"transaction {txn_id} already exists")
         tx = Transaction(txn_id, owner, self._clock(), self)
+        if on_timeout is not None and self.idle_timeout > 0 and self._scheduler is not None:
+            tx.watch, tx.on_timeout = self, on_timeout
         self._open[txn_id] = tx
         return tx
+
+    # ------------------------------------------------------------------ idle timeout
+    def touch(self, tx: Transaction) -> None:
+        """Activity on a watched transaction: its idle time starts again; the first activity
+        arms its one timer."""
+        scheduler = self._scheduler
+        assert scheduler is not None  # only watched with a scheduler
+        tx.active_at = scheduler.now()
+        if tx.idle_timer is None:
+            tx.idle_timer = scheduler.call_later(self.idle_timeout, lambda: self._idle_check(tx))
+
+    def unwatch(self, tx: Transaction) -> None:
+        """Prepared or ended: no longer timed out."""
+        tx.watch = None
+        if tx.idle_timer is not None:
+            tx.idle_timer.cancel()
+            tx.idle_timer = None
+
+    def _idle_check(self, tx: Transaction) -> None:
+        tx.idle_timer = None
+        if tx.watch is not self or tx.state is not TxState.ACTIVE:
+            return
+        scheduler = self._scheduler
+        assert scheduler is not None
+        idle = scheduler.now() - tx.active_at
+        if idle < self.idle_timeout:  # used since the timer was armed: wait for the rest
+            tx.idle_timer = scheduler.call_later(
+                self.idle_timeout - idle, lambda: self._idle_check(tx)
+            )
+            return
+        callback = tx.on_timeout
+        self.unwatch(tx)
+        assert callback is not None  # watched transactions have one
+        callback(tx)  # the front end ends it (rolls it back)
 
     def get(self, txn_id: str) -> Transaction | None:
         return self._open.get(txn_id)
 
     def ended(self, tx: Transaction) -> None:
+        if tx.watch is not None:
+            self.unwatch(tx)
         if self._open.get(tx.id) is tx:
             del self._open[tx.id]
         if tx.state is TxState.COMMITTED:

@@ -13,7 +13,13 @@ from typing import TYPE_CHECKING, Any
 from pamqp import commands
 
 from rabbitish.engine.delivery import Delivery, Outcome, settle
-from rabbitish.engine.errors import INTERNAL_ERROR, AMQPError, command_invalid, syntax_error
+from rabbitish.engine.errors import (
+    INTERNAL_ERROR,
+    AMQPError,
+    command_invalid,
+    precondition_failed,
+    syntax_error,
+)
 from rabbitish.engine.sessions import SessionView
 from rabbitish.engine.transactions import Transaction
 from rabbitish.protocol import outgoing
@@ -31,6 +37,7 @@ from rabbitish.protocol.states import (
     channel_rule,
     next_channel_state,
 )
+from rabbitish.protocol.tx_timeout import idle_transaction_text
 
 if TYPE_CHECKING:
     from rabbitish.protocol.connection import Connection
@@ -243,7 +250,16 @@ class Channel:
     def begin_transaction(self) -> None:
         """tx.select, and after each commit or rollback: 0-9-1 starts the next transaction at
         once."""
-        self.tx = self.conn.node.transactions.begin(self)
+        self.tx = self.conn.node.transactions.begin(self, on_timeout=self._transaction_idle)
+
+    def _transaction_idle(self, tx: Transaction) -> None:
+        """The transaction stayed idle past --transaction-timeout with work in it: the channel
+        is closed with 406, which rolls it back (as RabbitMQ closes one past consumer_timeout)."""
+        if tx is not self.tx or self.closing or self.closed:
+            return
+        timeout_ms = round(self.conn.node.transactions.idle_timeout * 1000)
+        error = precondition_failed(idle_transaction_text(self.id, timeout_ms))
+        self.close_with_error(error.at(0, 0))
 
     def settle(self, deliveries: list[Delivery], outcome: Outcome) -> None:
         """Settle deliveries already taken out of the unacked set: staged in the open

@@ -1,5 +1,5 @@
 """The transaction coordinator with raw frames, for what no client library sends: unknown ids,
-settled control messages, a discharge while a transfer is incomplete, global ids, a transaction
+settled control messages, a discharge while a transfer is incomplete, bad global ids, a transaction
 used from two sessions, transactional acquisition (a flow naming a txn-id) and retirement of
 deliveries the client settled."""
 
@@ -179,10 +179,12 @@ def test_rollback_is_never_refused_and_ends_the_transaction(ctl):
     assert str(again.error.condition) == "amqp:transaction:unknown-id"
 
 
-def test_a_declare_with_a_global_id_is_refused(ctl):
-    state = ctl.control(Declare(global_id=b"xa-1"))
+def test_a_declare_with_an_unusable_global_id_is_refused(ctl):
+    """A global-id names a transaction branch (tests/bridge/test_amqp10_txn_branches.py); one
+    that cannot name a half transaction is refused."""
+    state = ctl.control(Declare(global_id=b"x" * 256))
     assert isinstance(state, Rejected)
-    assert str(state.error.condition) == "amqp:not-implemented"
+    assert str(state.error.condition) == "amqp:invalid-field"
 
 
 def test_a_settled_declare_detaches_the_control_link(ctl):

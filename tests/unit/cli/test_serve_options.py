@@ -43,6 +43,7 @@ CHANGED = {
     "--disk-free-limit": "1GiB",
     "--max-message-size": "1024",
     "--consumer-timeout": "0",
+    "--transaction-timeout": "2.5",
     "--busy-wait-us": "0",
 }
 FLAGS = ["--verify-peer", "--management-tls", "--allow-remote-guest"]
@@ -69,6 +70,7 @@ EXPECTED = Config(
     disk_free_limit="1GiB",
     max_message_size=1024,
     consumer_timeout=0,
+    transaction_timeout=2.5,
     busy_wait_us=0,
 )
 
