@@ -18,8 +18,8 @@ import pika.exceptions
 import pytest
 
 from tests.support.broker_process import BrokerProcess
+from tests.support.crash import kill_mid_work
 from tests.support.half import bodies, decide, half
-from tests.support.waiting import wait_until
 
 QUEUES = ("half-a", "half-b")
 WORKERS = 2
@@ -114,29 +114,19 @@ def test_half_transactions_survive_kill_9(tmp_path):
             for queue in QUEUES:
                 conn.channel().queue_declare(queue, durable=True)
         for round_ in range(KILLS):
-            threads = [
-                threading.Thread(
-                    target=worker,
-                    args=(broker.url, f"r{round_}w{w}", ledger, random.Random(rng.random())),
-                    daemon=True,
-                )
-                for w in range(WORKERS)
-            ]
-            for thread in threads:
-                thread.start()
             # Kill once the workers have started a random number of ids (at least two a
             # round, however slow the machine: the count below depends on it).
-            target = len(ledger.txns) + rng.randint(2, 12)
-            wait_until(
-                lambda target=target: len(ledger.txns) >= target,
-                timeout=30,
-                message=lambda target=target: f"workers started {len(ledger.txns)} of {target} ids",
+            kill_mid_work(
+                broker,
+                worker,
+                ledger,
+                lambda: len(ledger.txns),
+                rng=rng,
+                round_=round_,
+                workers=WORKERS,
+                least=2,
+                most=12,
             )
-            broker.kill()
-            for thread in threads:
-                thread.join(10)
-                assert not thread.is_alive(), "a worker did not notice the crash"
-            broker.start()
             # Before any new decision: confirmed commits whole, in-doubt ones whole or absent.
             may_be_committed = {
                 i for i, t in ledger.txns.items() if t.decision == "commit" and t.messages

@@ -22,8 +22,8 @@ import pika.exceptions
 import pytest
 
 from tests.support.broker_process import BrokerProcess
+from tests.support.crash import kill_mid_work
 from tests.support.half import bodies, decide, prepare
-from tests.support.waiting import wait_until
 
 SOURCE, RESULTS = "prep-in", "prep-out"
 WORKERS = 2
@@ -134,27 +134,17 @@ def test_prepared_transactions_with_acks_survive_kill_9(tmp_path):
                 ch.confirm_delivery()
                 for body in sources:
                     ch.basic_publish("", SOURCE, body.encode(), PERSISTENT)
-            threads = [
-                threading.Thread(
-                    target=worker,
-                    args=(broker.url, f"r{round_}w{w}", ledger, random.Random(rng.random())),
-                    daemon=True,
-                )
-                for w in range(WORKERS)
-            ]
-            for thread in threads:
-                thread.start()
-            target = len(ledger.txns) + rng.randint(2, 10)
-            wait_until(
-                lambda target=target: len(ledger.txns) >= target,
-                timeout=30,
-                message=lambda target=target: f"workers started {len(ledger.txns)} of {target}",
+            kill_mid_work(
+                broker,
+                worker,
+                ledger,
+                lambda: len(ledger.txns),
+                rng=rng,
+                round_=round_,
+                workers=WORKERS,
+                least=2,
+                most=10,
             )
-            broker.kill()
-            for thread in threads:
-                thread.join(10)
-                assert not thread.is_alive(), "a worker did not notice the crash"
-            broker.start()
 
             # Before any new decision.
             back = drain(broker.url, SOURCE)
