@@ -6,48 +6,16 @@ from __future__ import annotations
 import pytest
 
 from tests.support.queues import fill, ready, take_all
-from tests.support.raw_amqp import host_port
 
 proton = pytest.importorskip("proton", reason="python-qpid-proton is not installed")
-from proton import Delivery, Message  # noqa: E402
-from proton.utils import BlockingConnection  # noqa: E402
+from proton import Message  # noqa: E402
 
-from tests.support.proton_tx import Controller  # noqa: E402
-
-
-class Client:
-    """A blocking proton connection that also runs transactions."""
-
-    def __init__(self, url: str) -> None:
-        host, port = host_port(url)
-        self.conn = BlockingConnection(f"amqp://guest:guest@{host}:{port}", timeout=5)
-
-    def declare(self):
-        controller = Controller()
-        txn = self.conn.container.declare_transaction(self.conn.conn, handler=controller)
-        self.conn.wait(lambda: controller.events, msg="declare")
-        assert controller.events == ["declared"]
-        txn.controller = controller
-        return txn
-
-    def discharge(self, txn, commit: bool) -> str:
-        txn.controller.events.clear()
-        txn.commit() if commit else txn.abort()
-        self.conn.wait(lambda: txn.controller.events, msg="discharge")
-        return txn.controller.events[0]
-
-    def send(self, txn, sender, body: bytes) -> Delivery:
-        delivery = txn.send(sender.link, Message(body=body, inferred=True))
-        self.conn.wait(lambda: delivery.remote_state, msg="transactional send")
-        return delivery
-
-    def close(self) -> None:
-        self.conn.close()
+from tests.support.proton_tx import TxClient  # noqa: E402
 
 
 @pytest.fixture
 def client(broker_url):
-    made = Client(broker_url)
+    made = TxClient(broker_url)
     yield made
     made.close()
 
@@ -129,7 +97,7 @@ def test_a_transaction_names_one_engine_transaction(client, rabbitish_broker):
 
 
 def test_closing_the_connection_rolls_back(broker_url, uid, rabbitish_broker):
-    client = Client(broker_url)
+    client = TxClient(broker_url)
     sender = client.conn.create_sender(f"/queue/{uid}")
     txn = client.declare()
     client.send(txn, sender, b"lost")

@@ -19,8 +19,8 @@ proton = pytest.importorskip("proton", reason="python-qpid-proton is not install
 from proton import Delivery, Described, Message, symbol  # noqa: E402
 from proton.reactor import Transaction  # noqa: E402
 
-from tests.bridge.test_amqp10_txn_rules import Client  # noqa: E402
 from tests.support.proton_tx import Controller as TxEvents  # noqa: E402
+from tests.support.proton_tx import TxClient  # noqa: E402
 
 
 class Branch(Transaction):
@@ -58,12 +58,12 @@ def api(broker: Broker) -> Api:
 
 @pytest.fixture
 def client(broker):
-    made = Client(broker.url)
+    made = TxClient(broker.url)
     yield made
     made.close()
 
 
-def branch(client: Client, global_id) -> Branch:
+def branch(client: TxClient, global_id) -> Branch:
     """A branch declared on the connection's control link."""
     client.declare()  # proton makes the control link with its first transaction
     events = TxEvents()
@@ -73,7 +73,7 @@ def branch(client: Client, global_id) -> Branch:
     return made
 
 
-def prepare(client: Client, txn: Branch, section: str = "annotations") -> str:
+def prepare(client: TxClient, txn: Branch, section: str = "annotations") -> str:
     txn.events.events.clear()
     txn.prepare(section)
     client.conn.wait(lambda: txn.events.events, msg="prepare")

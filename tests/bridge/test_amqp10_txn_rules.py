@@ -24,61 +24,20 @@ from rabbitish.bridge.codec.definitions import (
 
 from tests.support.clients import pika_channel
 from tests.support.queues import fill, ready, take_all
-from tests.support.raw_amqp import host_port
 
 proton = pytest.importorskip("proton", reason="python-qpid-proton is not installed")
 from proton import Delivery, Endpoint, Message, Terminus, symbol  # noqa: E402
-from proton.utils import BlockingConnection, BlockingSender, LinkDetached  # noqa: E402
+from proton.utils import LinkDetached  # noqa: E402
 
 from tests.bridge.test_amqp10_coordinator import CONTROL, Controller, message  # noqa: E402
-from tests.support.proton_tx import Controller as TxEvents  # noqa: E402
+from tests.support.proton_tx import TxClient  # noqa: E402
 
 TRANSACTIONAL_STATE = 0x34  # the delivery state proton reports for transactional-state
 
 
-class Client:
-    """A blocking proton connection that also runs transactions, on the connection's control
-    link or on one of its own sessions."""
-
-    def __init__(self, url: str) -> None:
-        host, port = host_port(url)
-        self.conn = BlockingConnection(f"amqp://guest:guest@{host}:{port}", timeout=5)
-
-    def declare(self, context=None):
-        events = TxEvents()
-        txn = self.conn.container.declare_transaction(context or self.conn.conn, handler=events)
-        self.conn.wait(lambda: events.events, msg="declare")
-        assert events.events == ["declared"]
-        txn.events = events
-        return txn
-
-    def discharge(self, txn, commit: bool) -> str:
-        txn.events.events.clear()
-        txn.commit() if commit else txn.abort()
-        self.conn.wait(lambda: txn.events.events, msg="discharge")
-        return txn.events.events[0]
-
-    def send(self, txn, sender, body: bytes) -> Delivery:
-        delivery = txn.send(sender.link, Message(body=body, inferred=True))
-        self.conn.wait(lambda: delivery.remote_state, msg="transactional send")
-        return delivery
-
-    def session(self):
-        """A new session of this connection."""
-        session = self.conn.conn.session()
-        session.open()
-        return session
-
-    def sender_on(self, session, address: str) -> BlockingSender:
-        return BlockingSender(self.conn, self.conn.container.create_sender(session, address))
-
-    def close(self) -> None:
-        self.conn.close()
-
-
 @pytest.fixture
 def client(broker_url):
-    made = Client(broker_url)
+    made = TxClient(broker_url)
     yield made
     made.close()
 

@@ -16,7 +16,7 @@ proton = pytest.importorskip("proton", reason="python-qpid-proton is not install
 from proton import Delivery, Message  # noqa: E402
 from proton.utils import LinkDetached  # noqa: E402
 
-from tests.bridge.test_amqp10_txn_rules import Client  # noqa: E402
+from tests.support.proton_tx import TxClient  # noqa: E402
 
 TIMEOUT = 0.3  # seconds
 
@@ -29,7 +29,7 @@ def broker():
 
 @pytest.fixture
 def client(broker):
-    made = Client(broker.url)
+    made = TxClient(broker.url)
     yield made
     made.close()
 
