@@ -199,7 +199,7 @@ class Session:
                 role=not attach.role,
                 snd_settle_mode=attach.snd_settle_mode,
                 rcv_settle_mode=attach.rcv_settle_mode,
-                source=attach.source,
+                source=link.source if isinstance(link, links.OutgoingLink) else attach.source,
                 target=link.target if isinstance(link, txns.CoordinatorLink) else attach.target,
                 initial_delivery_count=UInt(0) if we_send else None,
             ),
