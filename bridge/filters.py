@@ -106,12 +106,12 @@ class _Affix:
         self.text, self.prefix = text, prefix
 
     def matches(self, value: Any) -> bool:
-        text: str | bytes = self.text
         if isinstance(value, bytes):
             text = self.text.encode()
-        elif not isinstance(value, str):
-            return False
-        return value.startswith(text) if self.prefix else value.endswith(text)  # type: ignore[arg-type]
+            return value.startswith(text) if self.prefix else value.endswith(text)
+        if isinstance(value, str):
+            return value.startswith(self.text) if self.prefix else value.endswith(self.text)
+        return False
 
 
 def _modified(text: str) -> Any:

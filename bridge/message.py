@@ -207,7 +207,7 @@ def received_properties(message: Message) -> Properties:
     fields = message.codec.to_fields(message.raw_properties)
     kept = _kept_bytes((fields.get("headers") or {}).get(PROPERTIES_HEADER))
     section = _decoded(_properties(fields, message.routing_key, kept), Properties)
-    assert section is not None  # _properties gives a kept section only once it decodes
+    assert isinstance(section, Properties)  # a kept section is used only once it decodes
     return section
 
 

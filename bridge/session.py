@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 from rabbitish.bridge import links
 from rabbitish.bridge import message as mapping
 from rabbitish.bridge import transactions as txns
-from rabbitish.bridge.addresses import INTERNAL_ERROR, LinkError
+from rabbitish.bridge.addresses import INTERNAL_ERROR, LinkError, RefusedAttach
 from rabbitish.bridge.codec import (
     Symbol,
     UInt,
@@ -182,7 +182,7 @@ class Session:
                 link = links.IncomingLink(self, attach)
             else:
                 link = links.OutgoingLink(self, attach)
-        except txns.RefusedAttach as err:
+        except RefusedAttach as err:
             self._refuse(attach, err.condition, err.description)
             return
         except LinkError as err:

@@ -292,7 +292,7 @@ def compare(op: str, left: Any, right: Any) -> bool | None:
     if isinstance(left, bool) or isinstance(right, bool) or isinstance(left, str):
         if type(left) is not type(right) or op not in ("=", "<>"):
             return None
-        return (left == right) if op == "=" else (left != right)
+        return bool(left == right) if op == "=" else bool(left != right)
     if isinstance(right, str) or _number(left) is None or _number(right) is None:
         return None
     if op == "=":
