@@ -25,6 +25,12 @@ class LinkError(Exception):
         self.description = description
 
 
+class RefusedAttach(LinkError):
+    """A link refused alone, as the spec refuses one (an attach answered without a source or
+    target, then a detach with the error); the session goes on. The coordinator refuses a
+    control link it cannot serve this way, and a receiver's malformed selector is refused so."""
+
+
 @dataclass(frozen=True)
 class Address:
     exchange: str  # where a publish goes

@@ -28,6 +28,7 @@ from rabbitish.bridge.codec.definitions import (
     TransactionalState,
     Transfer,
 )
+from rabbitish.bridge.filters import source_filters
 
 from rabbitish.engine.auth import Authorize
 from rabbitish.engine.consumer import Consumer
@@ -168,6 +169,7 @@ class OutgoingLink(Consumer):
         "handle",
         "link_credit",
         "session",
+        "source",
         "txn",
         "wire_settled",
     )
@@ -177,6 +179,8 @@ class OutgoingLink(Consumer):
     def __init__(self, session: Session, attach: Attach) -> None:
         source = attach.source
         address = parse_address(terminus_address(source), sending=False)
+        # Before anything is declared: a malformed selector refuses the link.
+        filters = source_filters(source.filter if isinstance(source, Source) else None)
         vhost = session.conn.vhost
         assert vhost is not None
         authorize = session.conn.authorize
@@ -195,6 +199,9 @@ class OutgoingLink(Consumer):
         self.wire_settled = settled  # the client receives pre-settled (at most once)
         self.txn: DeclaredTxn | None = None  # transactional acquisition (a flow's txn-id)
         self.attach = attach  # what the client asked for, for the management view
+        self.selection = filters.selection
+        # The attach reply's source: the client's, with only the filters applied.
+        self.source = _with_filter(source, filters.applied)
         queue.check_can_consume(self)
 
     @property
@@ -277,6 +284,13 @@ def terminus_address(terminus: Any) -> Any:
     """The address an attach's source or target names (None for none, or for a terminus of
     another kind, such as a transaction coordinator)."""
     return terminus.address if isinstance(terminus, Source | Target) else None
+
+
+def _with_filter(source: Any, applied: dict[Any, Any] | None) -> Any:
+    if not isinstance(source, Source) or source.filter == applied:
+        return source
+    fields = {name: getattr(source, name) for name in Source.ATTRS}
+    return Source(**{**fields, "filter": applied})
 
 
 def _durable(terminus: Any) -> bool:

@@ -202,6 +202,28 @@ def from_engine(message: Message, delivery_count: int) -> bytes:
     return b"".join(parts)
 
 
+def received_properties(message: Message) -> Properties:
+    """The properties section a 1.0 receiver gets for `message` (source filters read it)."""
+    fields = message.codec.to_fields(message.raw_properties)
+    kept = _kept_bytes((fields.get("headers") or {}).get(PROPERTIES_HEADER))
+    section = _decoded(_properties(fields, message.routing_key, kept), Properties)
+    assert isinstance(section, Properties)  # a kept section is used only once it decodes
+    return section
+
+
+def received_application_properties(message: Message) -> dict[str, Any]:
+    """The application-properties a 1.0 receiver gets for `message`, as 1.0 values."""
+    fields = message.codec.to_fields(message.raw_properties)
+    headers = dict(fields.get("headers") or {})
+    kept = {name: _kept_bytes(headers.pop(name, None)) for name in _KEPT}
+    if not headers:
+        return {}
+    section = _decoded(
+        _application_properties(headers, kept[APP_PROPERTIES_HEADER]), ApplicationProperties
+    )
+    return {str(k): v for k, v in section.value.items()} if section is not None else {}
+
+
 def _kept_bytes(field: FieldValue | None) -> bytes:
     if field is None or field.kind not in ("longstr", "binary"):
         return b""

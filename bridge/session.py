@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 from rabbitish.bridge import links
 from rabbitish.bridge import message as mapping
 from rabbitish.bridge import transactions as txns
-from rabbitish.bridge.addresses import INTERNAL_ERROR, LinkError
+from rabbitish.bridge.addresses import INTERNAL_ERROR, LinkError, RefusedAttach
 from rabbitish.bridge.codec import (
     Symbol,
     UInt,
@@ -182,7 +182,7 @@ class Session:
                 link = links.IncomingLink(self, attach)
             else:
                 link = links.OutgoingLink(self, attach)
-        except txns.RefusedAttach as err:
+        except RefusedAttach as err:
             self._refuse(attach, err.condition, err.description)
             return
         except LinkError as err:
@@ -199,7 +199,7 @@ class Session:
                 role=not attach.role,
                 snd_settle_mode=attach.snd_settle_mode,
                 rcv_settle_mode=attach.rcv_settle_mode,
-                source=attach.source,
+                source=link.source if isinstance(link, links.OutgoingLink) else attach.source,
                 target=link.target if isinstance(link, txns.CoordinatorLink) else attach.target,
                 initial_delivery_count=UInt(0) if we_send else None,
             ),

@@ -28,7 +28,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from rabbitish.bridge.addresses import LinkError
+from rabbitish.bridge.addresses import LinkError, RefusedAttach
 from rabbitish.bridge.codec import DecodeError, Symbol, decode_all
 from rabbitish.bridge.codec.definitions import (
     Accepted,
@@ -447,11 +447,6 @@ class CoordinatorLink(ReceivingLink):
     def teardown(self) -> None:
         super().teardown()
         self.table.rollback_all(self)
-
-
-class RefusedAttach(LinkError):
-    """A control link the coordinator refuses alone (an attach answered without a target,
-    then a detach with the error); the session goes on."""
 
 
 def _symbols(value: Any) -> list[Any]:

@@ -5,14 +5,29 @@ adds its own limits (0-9-1 prefetch and flow, 1.0 link credit) by overriding `cr
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from rabbitish.engine.delivery import Delivery
+    from rabbitish.engine.message import QueueEntry
     from rabbitish.engine.queue import Queue
     from rabbitish.engine.sessions import ConsumerSession
 
 UNLIMITED = 1 << 62
+
+
+class Selection:
+    """Which messages a consumer takes (a selector, a filter): the queue hands it the first
+    ready message it `accepts` and leaves the others where they are, in order, for other
+    consumers. `seen` holds, per ready list, the sequence number up to which every fresh
+    message was turned down, so each message is judged once, not at every dispatch."""
+
+    __slots__ = ("accepts", "seen")
+
+    def __init__(self, accepts: Callable[[QueueEntry], bool]) -> None:
+        self.accepts = accepts
+        self.seen: dict[object, int] = {}
 
 
 class Consumer:
@@ -22,6 +37,7 @@ class Consumer:
         "prefetch",
         "priority",
         "queue",
+        "selection",
         "session",
         "settled_on_delivery",
         "tag",
@@ -49,6 +65,8 @@ class Consumer:
         self.priority = priority if isinstance(priority, int) else 0  # higher first
         self.unsettled = 0  # deliveries handed over and not settled yet
         self.prefetch = prefetch  # the consumer's own limit on unsettled deliveries (0: none)
+        # Only the messages it accepts (None: every message, at no cost to dispatch).
+        self.selection: Selection | None = None
 
     @property
     def credit(self) -> int:

@@ -7,7 +7,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from rabbitish.engine.clock import Scheduler, TimerHandle
-from rabbitish.engine.consumer import Consumer
+from rabbitish.engine.consumer import Consumer, Selection
 from rabbitish.engine.delivery import Delivery
 from rabbitish.engine.errors import access_refused, resource_text
 from rabbitish.engine.message import Message, QueueEntry
@@ -283,17 +283,24 @@ class Queue:
             consumers = self.consumers
             while len(ready) and consumers:
                 count = len(consumers)
-                chosen = None
+                chosen = entry = None
                 for i in range(count):
                     candidate = consumers[(self._rr + i) % count]
                     if candidate.credit > 0:
+                        selection = candidate.selection
+                        if selection is None:
+                            entry = self._take()
+                            if entry is None:
+                                return
+                        else:
+                            # Nothing it accepts: the next consumer may take the head.
+                            entry = self._take_selected(selection)
+                            if entry is None:
+                                continue
                         chosen = candidate
                         self._rr = (self._rr + i + 1) % count
                         break
-                if chosen is None:
-                    return
-                entry = self._take()
-                if entry is None:
+                if chosen is None or entry is None:
                     return
                 self._hand_over(chosen, entry)
         finally:
@@ -304,11 +311,21 @@ class Queue:
         one served moves to the back of its group (round-robin), as RabbitMQ does."""
         consumers = self.consumers
         while len(self.ready) and consumers:
-            chosen_index = next((i for i, c in enumerate(consumers) if c.credit > 0), None)
-            if chosen_index is None:
-                return
-            entry = self._take()
-            if entry is None:
+            chosen_index = entry = None
+            for i, candidate in enumerate(consumers):
+                if candidate.credit > 0:
+                    selection = candidate.selection
+                    if selection is None:
+                        entry = self._take()
+                        if entry is None:
+                            return
+                    else:
+                        entry = self._take_selected(selection)
+                        if entry is None:
+                            continue
+                    chosen_index = i
+                    break
+            if chosen_index is None or entry is None:
                 return
             chosen = consumers.pop(chosen_index)
             end = chosen_index
@@ -332,17 +349,20 @@ class Queue:
         if self._held or self._dispatching:
             return Drained(0, False)
         delivered = 0
+        selection = consumer.selection
+        none_left = False  # nothing left this consumer would take
         self._dispatching = True
         try:
             while delivered < limit and consumer.credit > 0:
-                entry = self._take()
+                entry = self._take() if selection is None else self._take_selected(selection)
                 if entry is None:
+                    none_left = True
                     break
                 self._hand_over(consumer, entry)
                 delivered += 1
         finally:
             self._dispatching = False
-        return Drained(delivered, not len(self.ready))
+        return Drained(delivered, none_left or not len(self.ready))
 
     def _hand_over(self, consumer: Consumer, entry: QueueEntry) -> None:
         entry.delivery_count += 1
@@ -383,6 +403,24 @@ class Queue:
             self.vhost.dead_letter(self, expired, "expired")
         if taken is not None and len(ready):
             self._arm_ttl()  # the new head may carry an expiry nobody is timing yet
+        return taken
+
+    def _take_selected(self, selection: Selection) -> QueueEntry | None:
+        """The first ready message `selection` accepts, wherever it is; expired ones are not
+        delivered (they leave at the head, as any expired message does)."""
+        arriving = self._arriving
+        now = self.scheduler.now()
+        accepts = selection.accepts
+
+        def deliverable(entry: QueueEntry) -> bool:
+            expires_at = entry.expires_at
+            if expires_at is not None and expires_at <= now and entry is not arriving:
+                return False
+            return accepts(entry)
+
+        taken = self.ready.take_matching(deliverable, selection.seen)
+        if taken is not None and len(self.ready):
+            self._arm_ttl()
         return taken
 
     def get(self, settled: bool) -> Delivery | None:

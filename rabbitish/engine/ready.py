@@ -1,12 +1,16 @@
 """Ready messages of one queue, always in publication order. New messages append; a requeued
-message goes back to its original place. Every message taken out has a lower sequence number than
-every message still in the fresh deque, so requeued ones (a heap) always come first."""
+message goes back to its original place. Every message taken out from the head has a lower
+sequence number than every message still in the fresh deque, so requeued ones (a heap) always
+come first. A consumer with a selection takes the first message it accepts from wherever it is
+(`take_matching`); the others keep their order."""
 
 from __future__ import annotations
 
+import bisect
 import heapq
+import itertools
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from rabbitish.engine.message import QueueEntry
 
@@ -39,6 +43,33 @@ class ReadyList:
         entry = heapq.heappop(self._requeued) if self._requeued else self._fresh.popleft()
         self.bytes -= entry.message.size
         return entry
+
+    def take_matching(
+        self, accepts: Callable[[QueueEntry], bool], seen: dict[object, int]
+    ) -> QueueEntry | None:
+        """Remove and return the first entry `accepts` takes, in the order `pop` would give.
+        `seen[self]` is the sequence number up to which fresh entries were all turned down
+        before: they are not judged again (requeued ones always are: they changed)."""
+        requeued = self._requeued
+        if requeued:
+            for entry in sorted(requeued):
+                if accepts(entry):
+                    requeued.remove(entry)
+                    heapq.heapify(requeued)
+                    self.bytes -= entry.message.size
+                    return entry
+        fresh = self._fresh
+        mark = seen.get(self)
+        start = 0 if mark is None else bisect.bisect_right(fresh, mark, key=_seq)
+        for index, entry in enumerate(itertools.islice(fresh, start, None), start):
+            if accepts(entry):
+                del fresh[index]
+                seen[self] = entry.seq
+                self.bytes -= entry.message.size
+                return entry
+        if fresh:
+            seen[self] = fresh[-1].seq
+        return None
 
     def clear(self) -> list[QueueEntry]:
         entries = list(self)
@@ -89,6 +120,16 @@ class PriorityReady:
                 return level.pop()
         raise IndexError("pop from an empty queue")
 
+    def take_matching(
+        self, accepts: Callable[[QueueEntry], bool], seen: dict[object, int]
+    ) -> QueueEntry | None:
+        for level in reversed(self._levels):
+            if len(level):
+                entry = level.take_matching(accepts, seen)
+                if entry is not None:
+                    return entry
+        return None
+
     def clear(self) -> list[QueueEntry]:
         entries = list(self)
         for level in self._levels:
@@ -98,3 +139,7 @@ class PriorityReady:
     def __iter__(self) -> Iterator[QueueEntry]:
         for level in reversed(self._levels):
             yield from level
+
+
+def _seq(entry: QueueEntry) -> int:
+    return entry.seq

@@ -50,3 +50,17 @@ def test_half_commits_benchmark_runs_with_prepared_transactions(tmp_path) -> Non
     assert "transactions/s, acks per transaction:" in done.stdout
     assert "rabbitish prepare + commit" in done.stdout
     assert done.stdout.count("rabbitish plain tx.commit") == 2
+
+
+def test_amqp10_benchmark_measures_a_selector_receiver() -> None:
+    """`python -m benchmarks.amqp10`'s rabbitish column with tiny counts, the selector
+    scenario included (RabbitMQ's column is left to the full run)."""
+    import argparse
+
+    from benchmarks.amqp10 import Figure, rabbitish, run_broker
+
+    args = argparse.Namespace(messages=50, body=16, batch=10, rounds=1, durable=False)
+    with rabbitish() as (url, pids):
+        results = run_broker(url, pids, args)
+    assert isinstance(results["selector receive (1 in 10)"], Figure)
+    assert set(results) == {"send", "receive", "tx send", "selector receive (1 in 10)"}

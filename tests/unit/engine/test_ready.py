@@ -106,3 +106,42 @@ def test_order_survives_any_pop_and_requeue_sequence(priorities, operations):
 
 def _priority_order(e: QueueEntry) -> tuple[int, int]:
     return (-min(e.message.priority, 2), e.seq)
+
+
+def test_take_matching_leaves_the_others_in_order_and_remembers_what_it_turned_down():
+    ready = ReadyList()
+    for i in range(6):
+        ready.append(entry(i))
+    judged: list[int] = []
+    seen: dict[object, int] = {}
+
+    def odd(e: QueueEntry) -> bool:
+        judged.append(e.seq)
+        return e.seq % 2 == 1
+
+    assert ready.take_matching(odd, seen).seq == 1
+    assert ready.take_matching(odd, seen).seq == 3
+    assert judged == [0, 1, 2, 3]  # 0 and 2 were not judged twice
+    assert seqs(ready) == [0, 2, 4, 5]
+    assert ready.bytes == 4
+    ready.requeue(entry(3))
+    assert ready.take_matching(odd, seen).seq == 3  # requeued: judged again, first
+    assert ready.take_matching(lambda e: False, seen) is None
+    assert drain(ready) == [0, 2, 4, 5]
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 3), st.booleans()), max_size=30))
+def test_take_matching_equals_the_first_match_in_iteration_order(items):
+    ready = PriorityReady(3)
+    for seq, (priority, _) in enumerate(items):
+        ready.append(entry(seq, priority))
+    wanted = {seq for seq, (_, match) in enumerate(items) if match}
+    seen: dict[object, int] = {}
+    while True:
+        expected = next((e.seq for e in ready if e.seq in wanted), None)
+        taken = ready.take_matching(lambda e: e.seq in wanted, seen)
+        assert (taken.seq if taken else None) == expected
+        if taken is None:
+            break
+    assert sorted(seqs(ready)) == sorted(set(range(len(items))) - wanted)
