@@ -1,14 +1,21 @@
 """Ready messages of one queue, always in publication order. New messages append; a requeued
 message goes back to its original place. Every message taken out has a lower sequence number than
-every message still in the fresh deque, so requeued ones (a heap) always come first."""
+every message still in the fresh deque, so requeued ones (a heap) always come first. `since(seq)`
+is a browser's view: what is ready from a sequence number on, in publication order, taking
+nothing."""
 
 from __future__ import annotations
 
 import heapq
+from bisect import bisect_left
 from collections import deque
 from collections.abc import Iterator
+from itertools import islice
+from operator import attrgetter
 
 from rabbitish.engine.message import QueueEntry
+
+_seq = attrgetter("seq")
 
 
 class ReadyList:
@@ -39,6 +46,13 @@ class ReadyList:
         entry = heapq.heappop(self._requeued) if self._requeued else self._fresh.popleft()
         self.bytes -= entry.message.size
         return entry
+
+    def since(self, seq: int) -> Iterator[QueueEntry]:
+        """Ready entries numbered `seq` or later, in publication order (taken by nobody). The
+        fresh deque is in order, so its first one is found by bisection."""
+        yield from sorted(entry for entry in self._requeued if entry.seq >= seq)
+        fresh = self._fresh
+        yield from islice(fresh, bisect_left(fresh, seq, key=_seq), None)
 
     def clear(self) -> list[QueueEntry]:
         entries = list(self)
@@ -88,6 +102,11 @@ class PriorityReady:
             if len(level):
                 return level.pop()
         raise IndexError("pop from an empty queue")
+
+    def since(self, seq: int) -> Iterator[QueueEntry]:
+        """As `ReadyList.since`, across levels: a browser sees publication order, not
+        priority order."""
+        return heapq.merge(*(level.since(seq) for level in self._levels))
 
     def clear(self) -> list[QueueEntry]:
         entries = list(self)
