@@ -16,7 +16,7 @@ outlives its connection, whatever the policy."""
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeGuard
 
 from rabbitish.bridge.codec import Symbol
 from rabbitish.bridge.codec.definitions import DeleteOnClose, DeleteOnNoLinks, Source, Target
@@ -38,7 +38,7 @@ _EXPIRED_BY = {
 }
 
 
-def is_dynamic(terminus: Any) -> bool:
+def is_dynamic(terminus: Any) -> TypeGuard[Source | Target]:
     return isinstance(terminus, Source | Target) and bool(terminus.dynamic)
 
 
