@@ -2,7 +2,10 @@
 `/queue/NAME` (declared, durable when the terminus is), `/amq/queue/NAME` (must exist),
 `/exchange/NAME/KEY`, `/exchange/NAME` (the subject is the routing key) and `/topic/KEY`
 (amq.topic); RabbitMQ 4.x's `/queues/NAME` and `/exchanges/NAME[/KEY]` too. A receiver on an
-exchange address consumes from a private queue bound with the key.
+exchange address consumes from a private queue bound with the key. A dynamic source or target
+makes a temporary queue (bridge/dynamic.py); `/queue/amq.NAME` names an existing server-named
+queue (a dynamic node's, a 0-9-1 client's reply queue) without declaring it. A source with
+distribution-mode `copy` browses its queue (`Queue.add_browser`) instead of consuming.
 
 An incoming link (the client sends) publishes each complete message through
 `VirtualHost.publish` and grants credit in batches; an outgoing link (the client receives) is an
@@ -28,6 +31,7 @@ from rabbitish.bridge.codec.definitions import (
     TransactionalState,
     Transfer,
 )
+from rabbitish.bridge.dynamic import DynamicNode, is_dynamic
 from rabbitish.bridge.filters import source_filters
 
 from rabbitish.engine.auth import Authorize
@@ -46,6 +50,7 @@ CREDIT = 512  # what an incoming link is granted at a time
 TXN_ID = Symbol("txn-id")  # the flow property that names a transaction for acquisition
 SETTLED = 1  # sender-settle-mode "settled": the client receives at most once
 ROLE_SENDER, ROLE_RECEIVER = False, True
+COPY = Symbol("copy")  # distribution-mode: browse, acquiring nothing
 
 
 class ReceivingLink:
@@ -54,9 +59,12 @@ class ReceivingLink:
 
     credit_batch = CREDIT
     coordinator = False  # a transaction coordinator's control link (bridge/transactions.py)
+    node: DynamicNode | None = None  # the temporary queue a dynamic target made
 
     def __init__(self, session: Session, attach: Attach) -> None:
         self.session = session
+        self.source: Any = attach.source  # the termini the attach reply names
+        self.target: Any = attach.target
         self.handle = int(attach.handle)
         self.attach = attach  # what the client asked for, for the management view
         self.delivery_count = int(attach.initial_delivery_count or 0)
@@ -100,13 +108,17 @@ class IncomingLink(ReceivingLink):
     def __init__(self, session: Session, attach: Attach) -> None:
         super().__init__(session, attach)
         target = attach.target
-        self.address = parse_address(terminus_address(target), sending=True)
         vhost = session.conn.vhost
         assert vhost is not None
         self.vhost: VirtualHost = vhost
         authorize = session.conn.authorize
+        if is_dynamic(target):
+            self.node = DynamicNode(vhost, session.conn, target, authorize)
+            self.target = self.node.terminus
+            target = self.target
+        self.address = parse_address(terminus_address(target), sending=True)
         if self.address.queue is not None:
-            _ensure_queue(vhost, self.address, session.conn, _durable(target), authorize)
+            _ensure_queue(vhost, self.address, session.conn, _durable(target), authorize, True)
         elif self.address.exchange not in vhost.exchanges:
             raise not_found(f"no {vhost.rs('exchange', self.address.exchange)}")
         if authorize is not None:  # checked once, at attach
@@ -165,11 +177,14 @@ class OutgoingLink(Consumer):
 
     __slots__ = (
         "attach",
+        "browsing",
         "delivery_count",
         "handle",
         "link_credit",
+        "node",
         "session",
         "source",
+        "target",
         "txn",
         "wire_settled",
     )
@@ -178,12 +193,20 @@ class OutgoingLink(Consumer):
 
     def __init__(self, session: Session, attach: Attach) -> None:
         source = attach.source
-        address = parse_address(terminus_address(source), sending=False)
         # Before anything is declared: a malformed selector refuses the link.
         filters = source_filters(source.filter if isinstance(source, Source) else None)
         vhost = session.conn.vhost
         assert vhost is not None
         authorize = session.conn.authorize
+        self.node: DynamicNode | None = None
+        if is_dynamic(source):
+            self.node = DynamicNode(vhost, session.conn, source, authorize)
+            source = self.node.terminus
+        self.source: Any = source
+        self.target: Any = attach.target
+        # Browsing: copies, acquiring nothing (the answer keeps the mode: it is honoured).
+        self.browsing = isinstance(source, Source) and source.distribution_mode == COPY
+        address = parse_address(terminus_address(source), sending=False)
         if address.queue is None:
             queue = _private_queue(vhost, address, session.conn, authorize)
         else:
@@ -217,7 +240,10 @@ class OutgoingLink(Consumer):
         return self.link_credit
 
     def start(self) -> None:
-        self.queue.add_consumer(self)
+        if self.browsing:
+            self.queue.add_browser(self)
+        else:
+            self.queue.add_consumer(self)
 
     def delivered(self, delivery: Delivery) -> None:
         self.link_credit -= 1
@@ -253,26 +279,39 @@ class OutgoingLink(Consumer):
         """The client's view: its delivery-count and credit give ours; a `txn-id` in its
         properties starts transactional acquisition."""
         txn_id = (flow.properties or {}).get(TXN_ID)
-        if txn_id is not None:
+        if txn_id is not None and not self.browsing:  # a browser acquires nothing
             self.start_acquiring(self.session.conn.transactions.lookup(txn_id))
         remote_count = int(flow.delivery_count) if flow.delivery_count is not None else 0
         self.link_credit = max(0, remote_count + int(flow.link_credit or 0) - self.delivery_count)
         if flow.drain:
-            drained = self.queue.drain(self, self.link_credit)
+            if self.browsing:
+                drained = self.queue.browse(self, self.link_credit)
+            else:
+                drained = self.queue.drain(self, self.link_credit)
             if drained.dry and self.link_credit:
                 self.delivery_count += self.link_credit
                 self.link_credit = 0
             self.session.send_link_flow(self.handle, self.delivery_count, self.link_credit, True)
         else:
-            self.queue.dispatch()
+            self.resume()
             if flow.echo:
                 self.session.send_link_flow(self.handle, self.delivery_count, self.link_credit)
+
+    def resume(self) -> None:
+        """Deliver what the credit allows now."""
+        if self.browsing:
+            self.queue.browse(self, self.link_credit)
+        else:
+            self.queue.dispatch()
 
     def cancelled_by_broker(self) -> None:
         self.session.link_lost(self, "amqp:resource-deleted", "the queue was deleted")
 
     def teardown(self) -> None:
-        self.queue.remove_consumer(self)
+        if self.browsing:
+            self.queue.remove_browser(self)
+        else:
+            self.queue.remove_consumer(self)
 
 
 # Every kind of link a session holds by handle: the client sends on a receiving one (publishing,
@@ -300,11 +339,22 @@ def _durable(terminus: Any) -> bool:
 
 
 def _ensure_queue(
-    vhost: VirtualHost, address: Address, owner: Any, durable: bool, authorize: Authorize | None
+    vhost: VirtualHost,
+    address: Address,
+    owner: Any,
+    durable: bool,
+    authorize: Authorize | None,
+    sending: bool = False,
 ) -> Queue:
     """/queue/NAME declares the queue every time, as RabbitMQ 3.x does, so an existing queue
-    of other properties refuses the link (405 exclusive elsewhere, 406 inequivalent)."""
+    of other properties refuses the link (405 exclusive elsewhere, 406 inequivalent). A name
+    with the reserved `amq.` prefix that exists (a server-named queue: a dynamic node, a 0-9-1
+    reply queue) is used as it is: anyone may send to it, only its owner consume from it."""
     assert address.queue is not None
+    if address.declare and address.queue.startswith("amq."):
+        existing = vhost.queues.get(address.queue)
+        if existing is not None:
+            return existing if sending else vhost.queue(address.queue, owner)
     if address.declare:
         return vhost.declare_queue(address.queue, owner=owner, durable=durable, authorize=authorize)
     if address.only_missing and address.queue not in vhost.queues:

@@ -32,6 +32,7 @@ from rabbitish.bridge.codec.definitions import (
     TransactionalState,
     Transfer,
 )
+from rabbitish.bridge.dynamic import CLOSED, DETACHED, SESSION_ENDED
 from rabbitish.bridge.views import link_view
 
 from rabbitish.engine.delivery import Delivery, Outcome, settle
@@ -136,6 +137,8 @@ class Session:
         self.ended = True
         for link in list(self.links.values()):
             link.teardown()
+            if link.node is not None:
+                link.node.link_gone(SESSION_ENDED)
         self.links.clear()
         back = [delivery for _, delivery in self.unsettled.values()]
         self.unsettled.clear()
@@ -161,7 +164,7 @@ class Session:
         deliver again."""
         for link in list(self.links.values()):
             if isinstance(link, links.OutgoingLink):
-                link.queue.dispatch()
+                link.resume()
 
     # ------------------------------------------------------------------ frames
     def _attach(self, attach: Attach) -> None:
@@ -199,8 +202,8 @@ class Session:
                 role=not attach.role,
                 snd_settle_mode=attach.snd_settle_mode,
                 rcv_settle_mode=attach.rcv_settle_mode,
-                source=link.source if isinstance(link, links.OutgoingLink) else attach.source,
-                target=link.target if isinstance(link, txns.CoordinatorLink) else attach.target,
+                source=link.source,
+                target=link.target,
                 initial_delivery_count=UInt(0) if we_send else None,
             ),
         )
@@ -223,6 +226,8 @@ class Session:
         if self.links.get(link.handle) is not link:
             return
         del self.links[link.handle]
+        if link.node is not None:
+            link.node.link_gone(CLOSED)
         self._send_detach_error(link, condition, description)
 
     def detach_link(self, link: links.Link, condition: str, description: str) -> None:
@@ -420,11 +425,13 @@ class Session:
         link = self.links.pop(handle, None)
         if link is None:
             return  # already detached by us (a refused attach): the peer's answer
-        self._release_link(link)
+        self._release_link(link, CLOSED if detach.closed else DETACHED)
         self.conn.send(self.channel, Detach(handle=UInt(handle), closed=detach.closed))
 
-    def _release_link(self, link: links.Link) -> None:
+    def _release_link(self, link: links.Link, how: str = CLOSED) -> None:
         link.teardown()
+        if link.node is not None:
+            link.node.link_gone(how)
         if isinstance(link, links.OutgoingLink):
             mine = [d for d, (lnk, _) in self.unsettled.items() if lnk is link]
             back = [self.unsettled.pop(d)[1] for d in mine]

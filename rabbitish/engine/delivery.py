@@ -53,6 +53,22 @@ class Delivery:
         return f"<Delivery {self.entry.seq} of {self.queue!r}>"
 
 
+class BrowsedCopy(Delivery):
+    """A copy handed to a browser (`Queue.browse`): settled from the start, the message stays
+    where it is and its entry's count is unchanged, so the counts read as if this were one
+    more delivery."""
+
+    __slots__ = ()
+
+    @property
+    def delivery_count(self) -> int:
+        return self.entry.delivery_count + 1
+
+    @property
+    def redelivered(self) -> bool:
+        return self.entry.delivery_count > 0
+
+
 def settle(
     deliveries: Iterable[Delivery],
     outcome: Outcome,

@@ -1,5 +1,7 @@
 """A queue: ordered ready messages, round-robin delivery to consumers with credit, requeue to the
-original position, TTL at the head, length limits, dead-lettering and expiry of unused queues."""
+original position, TTL at the head, length limits, dead-lettering and expiry of unused queues.
+Browsers (AMQP 1.0 distribution-mode copy) see each ready message once, in publication order,
+through a cursor of their own, and take nothing."""
 
 from __future__ import annotations
 
@@ -8,7 +10,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from rabbitish.engine.clock import Scheduler, TimerHandle
 from rabbitish.engine.consumer import Consumer, Selection
-from rabbitish.engine.delivery import Delivery
+from rabbitish.engine.delivery import BrowsedCopy, Delivery
 from rabbitish.engine.errors import access_refused, resource_text
 from rabbitish.engine.message import Message, QueueEntry
 from rabbitish.engine.policies import Policy, effective_definition
@@ -100,6 +102,8 @@ class Queue:
             else ReadyList()
         )
         self.consumers: list[Consumer] = []
+        # Browsers -> the sequence number of the first message each has not seen yet.
+        self.browsers: dict[Consumer, int] = {}
         self._rr = 0
         self._prioritised = False  # consumers with different x-priority values
         self.outstanding: set[Delivery] = set()  # delivered, not settled yet
@@ -197,6 +201,8 @@ class Queue:
         # be dropped.
         self._arriving = entry
         try:
+            if self.browsers:  # they see it before a consumer may take it
+                self._browse_all()
             self.dispatch()
         finally:
             self._arriving = None
@@ -334,12 +340,61 @@ class Queue:
             consumers.insert(end, chosen)
             self._hand_over(chosen, entry)
 
+    # ------------------------------------------------------------------ browsing
+    def add_browser(self, browser: Consumer) -> None:
+        """A consumer that browses: copies of the ready messages, from the oldest on, each
+        once, and of new ones as they arrive, while its credit lasts; nothing is acquired."""
+        self.browsers[browser] = 0
+        self._cancel_expiry()
+        self.browse(browser, browser.credit)
+
+    def remove_browser(self, browser: Consumer) -> None:
+        if self.browsers.pop(browser, None) is not None and not self.consumers:
+            self.touch()
+
+    def browse(self, browser: Consumer, limit: int) -> Drained:
+        """Hand `browser` copies of up to `limit` messages it has not seen (within its credit)
+        and say whether none is left for it. Expired messages are skipped, not dropped; while a
+        commit holds the queue, nothing is handed out and the browser is not dry."""
+        cursor = self.browsers.get(browser)
+        if cursor is None or self._held:
+            return Drained(0, False)
+        limit = min(limit, browser.credit)
+        now = self.scheduler.now()
+        arriving = self._arriving
+        wanted: list[QueueEntry] = []
+        more = False
+        for entry in self.ready.since(cursor):
+            if entry.expires_at is not None and entry.expires_at <= now and entry is not arriving:
+                continue  # its TTL drops it from the head in time; a browser never sees it
+            if len(wanted) >= limit:
+                more = True
+                break
+            wanted.append(entry)
+        delivered = 0
+        for entry in wanted:
+            self.browsers[browser] = entry.seq + 1
+            copy = BrowsedCopy(self, entry, browser)
+            copy.settled = True
+            browser.delivered(copy)
+            delivered += 1
+            if browser not in self.browsers:  # it went away while taking the copy
+                break
+        dry = not more
+        return Drained(delivered, dry)
+
+    def _browse_all(self) -> None:
+        for browser in list(self.browsers):
+            self.browse(browser, browser.credit)
+
     def suspend_dispatch(self) -> None:
         """Hold deliveries while a transaction commit applies its effects across queues."""
         self._held = True
 
     def resume_dispatch(self) -> None:
         self._held = False
+        if self.browsers:
+            self._browse_all()
         self.dispatch()
 
     def drain(self, consumer: Consumer, limit: int) -> Drained:
@@ -489,6 +544,8 @@ class Queue:
             self.ready.requeue(entry)
             any_back = True
         if any_back:
+            if self.browsers:  # one it had not reached yet is back in its view
+                self._browse_all()
             self.dispatch()
             if not self.args.rejects_overflow and (
                 self.args.max_length is not None or self.args.max_length_bytes is not None
@@ -564,7 +621,7 @@ class Queue:
 
     def touch(self) -> None:
         """Reset the x-expires countdown (declare, get, consumer cancel)."""
-        if self.args.expires is None or self.consumers or self.deleted:
+        if self.args.expires is None or self.consumers or self.browsers or self.deleted:
             return
         self._cancel_expiry()
         self._expiry_timer = self.scheduler.call_later(self.args.expires / 1000.0, self._on_expire)
@@ -576,7 +633,7 @@ class Queue:
 
     def _on_expire(self) -> None:
         self._expiry_timer = None
-        if not self.deleted and not self.consumers:
+        if not self.deleted and not self.consumers and not self.browsers:
             self.vhost.delete_queue_object(self)
 
     # ------------------------------------------------------------------ deletion
@@ -587,7 +644,8 @@ class Queue:
         if self._ttl_timer is not None:
             self._ttl_timer.cancel()
             self._ttl_timer = None
-        consumers, self.consumers = self.consumers, []
+        consumers, self.consumers = self.consumers + list(self.browsers), []
+        self.browsers = {}
         self.ready.clear()
         self.outstanding.clear()
         self.locked.clear()

@@ -2,7 +2,8 @@
 message goes back to its original place. Every message taken out from the head has a lower
 sequence number than every message still in the fresh deque, so requeued ones (a heap) always
 come first. A consumer with a selection takes the first message it accepts from wherever it is
-(`take_matching`); the others keep their order."""
+(`take_matching`); the others keep their order. `since(seq)` is a browser's view: what is ready
+from a sequence number on, in publication order, taking nothing."""
 
 from __future__ import annotations
 
@@ -11,8 +12,11 @@ import heapq
 import itertools
 from collections import deque
 from collections.abc import Callable, Iterator
+from operator import attrgetter
 
 from rabbitish.engine.message import QueueEntry
+
+_seq = attrgetter("seq")
 
 
 class ReadyList:
@@ -70,6 +74,13 @@ class ReadyList:
         if fresh:
             seen[self] = fresh[-1].seq
         return None
+
+    def since(self, seq: int) -> Iterator[QueueEntry]:
+        """Ready entries numbered `seq` or later, in publication order (taken by nobody). The
+        fresh deque is in order, so its first one is found by bisection."""
+        yield from sorted(entry for entry in self._requeued if entry.seq >= seq)
+        fresh = self._fresh
+        yield from itertools.islice(fresh, bisect.bisect_left(fresh, seq, key=_seq), None)
 
     def clear(self) -> list[QueueEntry]:
         entries = list(self)
@@ -129,6 +140,11 @@ class PriorityReady:
                 if entry is not None:
                     return entry
         return None
+
+    def since(self, seq: int) -> Iterator[QueueEntry]:
+        """As `ReadyList.since`, across levels: a browser sees publication order, not
+        priority order."""
+        return heapq.merge(*(level.since(seq) for level in self._levels))
 
     def clear(self) -> list[QueueEntry]:
         entries = list(self)

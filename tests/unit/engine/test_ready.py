@@ -145,3 +145,25 @@ def test_take_matching_equals_the_first_match_in_iteration_order(items):
         if taken is None:
             break
     assert sorted(seqs(ready)) == sorted(set(range(len(items))) - wanted)
+
+
+def test_since_is_publication_order_from_a_sequence_number_taking_nothing():
+    ready = ReadyList()
+    for seq in range(6):
+        ready.append(entry(seq))
+    taken = [ready.pop(), ready.pop(), ready.pop()]  # 0, 1, 2 out
+    ready.requeue(taken[2])
+    ready.requeue(taken[0])
+    assert seqs(ready.since(0)) == [0, 2, 3, 4, 5]
+    assert seqs(ready.since(2)) == [2, 3, 4, 5]
+    assert seqs(ready.since(4)) == [4, 5]
+    assert seqs(ready.since(6)) == []
+    assert len(ready) == 5
+
+
+def test_since_across_priority_levels_is_publication_order():
+    ready = PriorityReady(5)
+    for seq, priority in enumerate((0, 5, 2, 5, 0)):
+        ready.append(entry(seq, priority))
+    assert seqs(ready) == [1, 3, 2, 0, 4]  # consumers: highest first
+    assert seqs(ready.since(1)) == [1, 2, 3, 4]  # a browser: as published

@@ -1,9 +1,11 @@
-"""Every ```python block of docs/transactions.md, run as a script of its own: the examples there
-are what users copy, so each must work as written and check its own outcome (exit 0).
+"""Every ```python block of the docs in `DOCS` (docs/transactions.md, docs/amqp10.md), run as a
+script of its own: the examples there are what users copy, so each must work as written and
+check its own outcome (exit 0).
 
-All blocks run in document order against one `rabbitish serve` process (temporary data dir,
-the management API on, fixed ports for its whole life), each with `AMQP_URL`, `AMQP10_URL` and
-`MANAGEMENT_URL` in its environment. Words after `python` in the fence line say more:
+All blocks run in document order, doc after doc, against one `rabbitish serve` process
+(temporary data dir, the management API on, fixed ports for its whole life), each with
+`AMQP_URL`, `AMQP10_URL` and `MANAGEMENT_URL` in its environment. Words after `python` in the
+fence line say more:
 `rabbitmq` runs the block against a real RabbitMQ too (when installed; only `AMQP_URL` is set
 there), `restart` runs it after the broker was killed with SIGKILL and started again on the
 same data dir and ports, for recovery after a crash. Any other info string (```text,
@@ -24,8 +26,8 @@ import pytest
 from tests.support.broker_process import BrokerProcess
 from tests.support.ports import ReservedPort
 
-WHERE = "docs/transactions.md"
-DOC = Path(__file__).resolve().parents[2] / WHERE
+DOCS = ("docs/transactions.md", "docs/amqp10.md")
+ROOT = Path(__file__).resolve().parents[2]
 BLOCK_TIMEOUT = 60.0  # seconds per block; the slowest waits a few seconds for a status check
 OPTIONS = frozenset({"rabbitmq", "restart"})
 
@@ -36,6 +38,7 @@ _FENCE = re.compile(r"^```(?P<info>.*)$")
 class Snippet:
     """One ```python block: where it is, what it says, how to run it."""
 
+    where: str  # the doc, e.g. docs/amqp10.md
     heading: str
     index: int  # 1, 2 ... within its heading
     line: int  # of its first code line in the doc
@@ -45,14 +48,15 @@ class Snippet:
     @property
     def id(self) -> str:
         slug = re.sub(r"[^a-z0-9]+", "-", self.heading.lower()).strip("-")
-        return f"{slug}-{self.index}"
+        doc = Path(self.where).stem
+        return f"{slug}-{self.index}" if doc == "transactions" else f"{doc}-{slug}-{self.index}"
 
     def script(self) -> str:
         """The code, shifted so the line numbers of a traceback are the doc's."""
         return "\n" * (self.line - 1) + self.code
 
 
-def snippets(text: str) -> list[Snippet]:
+def snippets(text: str, where: str) -> list[Snippet]:
     """The ```python blocks of `text` in order, each under its nearest heading. A fence that
     looks like Python but is not exactly `python` plus known options fails here, so a typo
     cannot turn a test off."""
@@ -70,21 +74,23 @@ def snippets(text: str) -> list[Snippet]:
         words = fence["info"].split()
         end = next((i for i in range(number + 1, len(lines)) if lines[i].startswith("```")), None)
         if end is None:
-            raise ValueError(f"{WHERE}:{number + 1}: code block never closed")
+            raise ValueError(f"{where}:{number + 1}: code block never closed")
         if words and words[0].startswith("py"):
             if words[0] != "python" or not OPTIONS.issuperset(words[1:]):
                 raise ValueError(
-                    f"{WHERE}:{number + 1}: fence {lines[number]!r}: expected ```python "
+                    f"{where}:{number + 1}: fence {lines[number]!r}: expected ```python "
                     f"with options from {sorted(OPTIONS)}"
                 )
             counts[heading] = counts.get(heading, 0) + 1
             code = "\n".join(lines[number + 1 : end]) + "\n"
-            found.append(Snippet(heading, counts[heading], number + 2, code, frozenset(words[1:])))
+            found.append(
+                Snippet(where, heading, counts[heading], number + 2, code, frozenset(words[1:]))
+            )
         number = end + 1
     return found
 
 
-SNIPPETS = snippets(DOC.read_text())
+SNIPPETS = [snippet for where in DOCS for snippet in snippets((ROOT / where).read_text(), where)]
 
 
 def _cases() -> Iterator[object]:
@@ -118,7 +124,7 @@ class DocBroker:
 
 @pytest.fixture(scope="module")
 def doc_broker(tmp_path_factory) -> Iterator[DocBroker]:
-    data_dir = tmp_path_factory.mktemp("docs-transactions-data")
+    data_dir = tmp_path_factory.mktemp("docs-snippets-data")
     with ReservedPort() as management:
         process = BrokerProcess(
             "--management-port", str(management.port), data_dir=data_dir, keep_port=True
@@ -128,10 +134,12 @@ def doc_broker(tmp_path_factory) -> Iterator[DocBroker]:
 
 
 def test_the_doc_has_runnable_blocks():
+    for where in DOCS:
+        assert sum(s.where == where for s in SNIPPETS) >= 3, where
     assert len(SNIPPETS) >= 10, [s.id for s in SNIPPETS]
     assert len({s.id for s in SNIPPETS}) == len(SNIPPETS)
     for snippet in SNIPPETS:  # a syntax error names its line in the doc
-        compile(snippet.script(), WHERE, "exec")
+        compile(snippet.script(), snippet.where, "exec")
         assert not {"rabbitmq", "restart"} <= snippet.options, (
             f"{snippet.id}: a restart block runs against rabbitish only"
         )
@@ -163,10 +171,10 @@ def test_snippet(snippet: Snippet, target: str, request, tmp_path):
             timeout=BLOCK_TIMEOUT,
         )
     except subprocess.TimeoutExpired:
-        pytest.fail(f"{WHERE} line {snippet.line}: still running after {BLOCK_TIMEOUT} s")
+        pytest.fail(f"{snippet.where} line {snippet.line}: still running after {BLOCK_TIMEOUT} s")
     if done.returncode != 0:  # the traceback's line numbers are the doc's
         pytest.fail(
-            f"{WHERE} line {snippet.line} on {target} exited with {done.returncode}:\n"
+            f"{snippet.where} line {snippet.line} on {target} exited with {done.returncode}:\n"
             f"{done.stdout}{done.stderr}",
             pytrace=False,
         )
