@@ -354,19 +354,26 @@ class Queue:
 
     def browse(self, browser: Consumer, limit: int) -> Drained:
         """Hand `browser` copies of up to `limit` messages it has not seen (within its credit)
-        and say whether none is left for it. Expired messages are skipped, not dropped; while a
-        commit holds the queue, nothing is handed out and the browser is not dry."""
+        and say whether none is left for it. Expired messages are skipped, not dropped; a
+        browser with a selection (a JMS queue browser's selector) sees only what it accepts,
+        each message judged once; while a commit holds the queue, nothing is handed out and the
+        browser is not dry."""
         cursor = self.browsers.get(browser)
         if cursor is None or self._held:
             return Drained(0, False)
         limit = min(limit, browser.credit)
         now = self.scheduler.now()
         arriving = self._arriving
+        selection = browser.selection
+        passed = cursor  # past the messages the selection turned down
         wanted: list[QueueEntry] = []
         more = False
         for entry in self.ready.since(cursor):
             if entry.expires_at is not None and entry.expires_at <= now and entry is not arriving:
                 continue  # its TTL drops it from the head in time; a browser never sees it
+            if selection is not None and not selection.accepts(entry):
+                passed = entry.seq + 1
+                continue
             if len(wanted) >= limit:
                 more = True
                 break
@@ -380,6 +387,8 @@ class Queue:
             delivered += 1
             if browser not in self.browsers:  # it went away while taking the copy
                 break
+        if delivered == len(wanted) and browser in self.browsers:
+            self.browsers[browser] = max(self.browsers[browser], passed)
         dry = not more
         return Drained(delivered, dry)
 

@@ -12,11 +12,8 @@ import heapq
 import itertools
 from collections import deque
 from collections.abc import Callable, Iterator
-from operator import attrgetter
 
 from rabbitish.engine.message import QueueEntry
-
-_seq = attrgetter("seq")
 
 
 class ReadyList:

@@ -4,7 +4,7 @@ the messages stay where they are for consumers."""
 
 from __future__ import annotations
 
-from rabbitish.engine.consumer import Consumer
+from rabbitish.engine.consumer import Consumer, Selection
 from rabbitish.engine.delivery import Delivery, Outcome, settle
 from tests.support.engine import Recorder, message
 
@@ -131,3 +131,25 @@ def test_removed_and_deleted(vhost):
     queue.add_browser(browser)
     cancelled = queue.mark_deleted()
     assert browser in cancelled and not queue.browsers
+
+
+def test_a_browser_with_a_selection_sees_only_what_it_accepts_each_judged_once(vhost):
+    queue = vhost.declare_queue("q", owner=None)
+    publish(vhost, b"1", b"2", b"3", b"4")
+    judged: list[bytes] = []
+
+    def even(entry) -> bool:
+        judged.append(entry.message.body)
+        return int(entry.message.body) % 2 == 0
+
+    browser = Browser(queue)
+    browser.selection = Selection(even)
+    queue.add_browser(browser)
+    assert browser.bodies() == [b"2", b"4"]
+    publish(vhost, b"5", b"6")
+    assert browser.bodies() == [b"2", b"4", b"6"]
+    publish(vhost, b"7")  # turned down, after the last copy: passed all the same
+    publish(vhost, b"8")
+    assert browser.bodies() == [b"2", b"4", b"6", b"8"]
+    assert judged == [b"1", b"2", b"3", b"4", b"5", b"6", b"7", b"8"]
+    assert queue.message_count == 8  # nothing taken
