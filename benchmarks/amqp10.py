@@ -2,12 +2,15 @@
 RabbitMQ with its amqp1_0 plugin in one run: (a) send N messages unsettled to /queue/NAME and
 wait for every accept, (b) receive them back with link credit, accepting each, (c) send under
 transactions, a commit every B messages, (d) receive with a JMS selector that matches 1 message
-in 10 (rabbitish only: RabbitMQ 3.10's plugin applies no selector). Messages are encoded once
+in 10 (rabbitish only: RabbitMQ 3.10's plugin applies no selector), (e) request/reply round
+trips over 1.0 with a dynamic reply queue, next to 0-9-1's direct reply-to with pika
+(request_reply.py; RabbitMQ 3.10's plugin has no dynamic nodes). Messages are encoded once
 up front and deliveries are read without decoding, so the client stays light; the broker's CPU
 time (from /proc, summed over its processes) is reported next to the rate because wall-clock is
 noisy on a small machine.
 
     python -m benchmarks.amqp10 [--messages 20000] [--body 1024] [--batch 100] [--rounds 3]
+                                [--round-trips 2000]
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from proton import Delivery, Message, Terminus
 from proton.handlers import MessagingHandler, TransactionHandler
 from proton.reactor import Container, LinkOption, Selector
 
+from benchmarks import request_reply
 from benchmarks.measure import cpu_seconds, print_table, process_tree
 from tests.support.amqp10 import proton_url
 from tests.support.broker_process import BrokerProcess
@@ -297,9 +301,23 @@ def selective_receive(
     return median(rounds)
 
 
+RR_10 = "request/reply, 1.0 dynamic reply queue"
+RR_091 = "request/reply, 0-9-1 direct reply-to"
+SCENARIOS = ("send", "receive", "tx send", "selector receive (1 in 10)", RR_10, RR_091)
+
+
+def round_trips(url: str, args: argparse.Namespace, rabbitish: bool) -> dict[str, object]:
+    """(e): p50 / p99 of one request and its reply at a time, over each protocol."""
+    amqp_091 = f"{url}/%2F"  # the same port speaks 0-9-1
+    return {
+        RR_10: request_reply.amqp10(url, args.round_trips) if rabbitish else "n/a (no dynamic)",
+        RR_091: request_reply.direct_reply_to(amqp_091, args.round_trips),
+    }
+
+
 def run_broker(
     url: str, pids: list[int], args: argparse.Namespace, rabbitish: bool = True
-) -> dict[str, Figure | str]:
+) -> dict[str, object]:
     """All three scenarios against one broker: each round sends N to a queue, then drains it."""
     message = Encoded(b"x" * args.body, args.durable)
     Scenario.options = DurableQueue() if args.durable else None
@@ -308,7 +326,7 @@ def run_broker(
     for _ in range(args.rounds):
         sends.append(measure(Send(url, address, args.messages, message), pids))
         receives.append(measure(Receive(url, address, args.messages), pids))
-    results: dict[str, Figure | str] = {"send": median(sends), "receive": median(receives)}
+    results: dict[str, object] = {"send": median(sends), "receive": median(receives)}
     results["selector receive (1 in 10)"] = selective_receive(url, pids, args, rabbitish)
     tx_address = f"/queue/bench-tx-{uuid.uuid4().hex[:8]}"
     try:
@@ -318,6 +336,7 @@ def run_broker(
         results["tx send"] = median(commits)
     except ScenarioFailed as failed:
         results["tx send"] = f"n/a ({failed})"
+    results.update(round_trips(url, args, rabbitish))
     return results
 
 
@@ -339,8 +358,9 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=100, help="messages per commit")
     parser.add_argument("--rounds", type=int, default=3, help="the median round is reported")
     parser.add_argument("--durable", action="store_true", help="durable (persistent) messages")
+    parser.add_argument("--round-trips", type=int, default=2000, help="request/reply rounds")
     args = parser.parse_args()
-    columns: dict[str, dict[str, Figure | str]] = {}
+    columns: dict[str, dict[str, object]] = {}
     with rabbitish() as (url, pids):
         columns["rabbitish"] = run_broker(url, pids, args)
     from tests.support.real_rabbitmq import rabbitmq_available, real_rabbitmq
@@ -357,12 +377,14 @@ def main() -> None:
         f"tx: {args.batch} per commit"
     )
     rows = [["scenario", *columns, "ratio (rate, CPU/msg)"]]
-    for scenario in ("send", "receive", "tx send", "selector receive (1 in 10)"):
+    for scenario in SCENARIOS:
         cells = [columns[name][scenario] for name in columns]
         ratio = ""
-        if len(cells) == 2 and all(isinstance(cell, Figure) for cell in cells):
-            ours, theirs = cells
+        ours, theirs = [*cells, None][:2]
+        if isinstance(ours, Figure) and isinstance(theirs, Figure):
             ratio = f"x{ours.rate / theirs.rate:.2f}, x{ours.cpu_us / theirs.cpu_us:.2f}"
+        elif isinstance(ours, request_reply.Latency) and isinstance(theirs, request_reply.Latency):
+            ratio = f"x{theirs.p50_us / ours.p50_us:.2f}, x{theirs.p99_us / ours.p99_us:.2f}"
         rows.append([scenario, *(str(cell) for cell in cells), ratio])
     print_table(rows)
     if len(columns) == 1:

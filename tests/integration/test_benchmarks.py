@@ -57,10 +57,17 @@ def test_amqp10_benchmark_measures_a_selector_receiver() -> None:
     scenario included (RabbitMQ's column is left to the full run)."""
     import argparse
 
-    from benchmarks.amqp10 import Figure, rabbitish, run_broker
+    from benchmarks.amqp10 import RR_091, RR_10, SCENARIOS, Figure, rabbitish, run_broker
+    from benchmarks.request_reply import Latency
 
-    args = argparse.Namespace(messages=50, body=16, batch=10, rounds=1, durable=False)
+    args = argparse.Namespace(
+        messages=50, body=16, batch=10, rounds=1, durable=False, round_trips=20
+    )
     with rabbitish() as (url, pids):
         results = run_broker(url, pids, args)
     assert isinstance(results["selector receive (1 in 10)"], Figure)
-    assert set(results) == {"send", "receive", "tx send", "selector receive (1 in 10)"}
+    assert set(results) == set(SCENARIOS)
+    for round_trip in (RR_10, RR_091):
+        latency = results[round_trip]
+        assert isinstance(latency, Latency)
+        assert 0 < latency.p50_us <= latency.p99_us
