@@ -1,6 +1,7 @@
 """AMQP 1.0 addresses as RabbitMQ's 3.x plugin reads them (rabbit_routing_util:parse_endpoint):
 `/queue/NAME` and a bare `NAME`, `/amq/queue/NAME`, `/exchange/NAME[/KEY]`, `/topic/KEY`, with
-`%2F` standing for `/` in a name; RabbitMQ 4.x's `/queues/NAME` and `/exchanges/NAME[/KEY]` too.
+`%2F` standing for `/` in a name; RabbitMQ 4.x's `/queues/NAME` and `/exchanges/NAME[/KEY]` too,
+whose segments are percent-encoded (RFC 3986: `%20` a space, `%2F` a slash, ...).
 
 An address RabbitMQ would not parse is refused with its condition (amqp:invalid-field) and its
 description, the Erlang term it prints: `Attach rejected: {unknown_destination,"/foo"}`, so a
@@ -9,6 +10,7 @@ client sees the same text from both brokers."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from urllib.parse import unquote
 
 from rabbitish.engine.erlang_terms import char_list
 
@@ -47,10 +49,11 @@ def parse_address(address: str | None, sending: bool) -> Address:
         raise _rejected("{address_not_utf8_string,undefined}")
     parts = address.split("/")
     if len(parts) == 3 and parts[:2] == ["", "queues"] and parts[2]:
-        return Address("", _unescape(parts[2]), _unescape(parts[2]), False, only_missing=True)
+        name = _percent_decoded(address, parts[2])
+        return Address("", name, name, False, only_missing=True)
     if len(parts) in (3, 4) and parts[:2] == ["", "exchanges"] and parts[2]:
-        key = _unescape(parts[3]) if len(parts) == 4 else ""  # 4.x: no key means ""
-        return Address(_unescape(parts[2]), key, None, False)
+        key = _percent_decoded(address, parts[3]) if len(parts) == 4 else ""  # no key: ""
+        return Address(_percent_decoded(address, parts[2]), key, None, False)
     if len(parts) == 1 and address:
         return Address("", _unescape(address), _unescape(address), True)
     if parts[0] == "" and parts[1] in ("exchange", "queue", "topic"):
@@ -75,6 +78,15 @@ def _endpoint(kind: str, rest: list[str], sending: bool) -> Address:
         return Address("", name, name, kind == "queue")
     url = char_list("/" + "/".join(rest)) if rest else "[]"
     raise _rejected(f"{{invalid_destination,{kind},{url}}}")
+
+
+def _percent_decoded(address: str, segment: str) -> str:
+    """RabbitMQ 4's addresses percent-encode every byte outside RFC 3986's unreserved set
+    (its clients encode names that way); a segment that does not decode refuses the link."""
+    try:
+        return unquote(segment, errors="strict")
+    except UnicodeDecodeError:
+        raise _rejected(f"{{bad_address_string,{char_list(address)}}}") from None
 
 
 def _unescape(name: str) -> str:

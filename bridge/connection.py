@@ -59,10 +59,11 @@ from rabbitish.engine.sessions import ConnectionView
 from rabbitish.engine.vhost import VirtualHost
 from rabbitish.frontend.lifecycle import ClientConnection
 from rabbitish.frontend.output import Chunk
+from rabbitish.wire_names import PRODUCT, VERSION_AMQP10
 
 log = logging.getLogger("rabbitish.amqp10")
 
-PRODUCT = "rabbitish"
+NODE_PREFIX = "rabbitish@"  # the container-id and `node` property: rabbitish@HOST
 DECODE_ERROR = "amqp:decode-error"
 FRAMING_ERROR = "amqp:connection:framing-error"
 ILLEGAL_STATE = "amqp:illegal-state"
@@ -295,14 +296,20 @@ class Connection10(ClientConnection):
         self.remote_idle_timeout_ms = int(open_.idle_time_out or 0)
         self.reader.max_frame_size = self.config.frame_max
         self.state = State.OPENED
+        # Product and version as RabbitMQ 4 announces them (wire_names.py: why 4.0.0 here).
+        node_name = NODE_PREFIX + os.uname().nodename
         self.send(
             0,
             Open(
-                container_id=f"{PRODUCT}@{os.uname().nodename}",
+                container_id=node_name,
                 max_frame_size=UInt(self.config.frame_max),
                 channel_max=UShort(self.channel_max),
                 idle_time_out=UInt(self.idle_timeout_ms) if self.idle_timeout_ms else None,
-                properties={Symbol("product"): PRODUCT},
+                properties={
+                    Symbol("node"): node_name,
+                    Symbol("product"): PRODUCT,
+                    Symbol("version"): VERSION_AMQP10,
+                },
             ),
         )
         # RabbitMQ 3.x opens the connection and refuses the first begin (a missing vhost too).

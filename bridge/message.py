@@ -16,6 +16,7 @@ to it only through `PropertyCodec.to_fields` / `from_fields`."""
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from rabbitish.bridge.codec import (
@@ -187,9 +188,10 @@ def from_engine(message: Message, delivery_count: int) -> bytes:
     fields = message.codec.to_fields(message.raw_properties)
     headers = dict(fields.get("headers") or {})
     kept = {name: _kept_bytes(headers.pop(name, None)) for name in _KEPT}
-    parts = [_header(fields, delivery_count)]
-    if kept[ANNOTATIONS_HEADER]:
-        parts.append(kept[ANNOTATIONS_HEADER])
+    parts = [
+        _header(fields, delivery_count),
+        kept[ANNOTATIONS_HEADER] or _routed_annotations(message.exchange, message.routing_key),
+    ]
     parts.append(_properties(fields, message.routing_key, kept[PROPERTIES_HEADER]))
     if headers:
         parts.append(_application_properties(headers, kept[APP_PROPERTIES_HEADER]))
@@ -222,6 +224,15 @@ def received_application_properties(message: Message) -> dict[str, Any]:
         _application_properties(headers, kept[APP_PROPERTIES_HEADER]), ApplicationProperties
     )
     return {str(k): v for k, v in section.value.items()} if section is not None else {}
+
+
+@functools.lru_cache(maxsize=1024)
+def _routed_annotations(exchange: str, routing_key: str) -> bytes:
+    """RabbitMQ 4 annotates every message it delivers over 1.0 with where it was published
+    (`x-exchange`, `x-routing-key`), and its 4.x clients read the annotations of each message;
+    encoded once per exchange and key."""
+    annotations = {Symbol("x-exchange"): exchange, Symbol("x-routing-key"): routing_key}
+    return encode(MessageAnnotations(value=annotations))
 
 
 def _kept_bytes(field: FieldValue | None) -> bytes:

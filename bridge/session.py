@@ -33,6 +33,13 @@ from rabbitish.bridge.codec.definitions import (
     Transfer,
 )
 from rabbitish.bridge.dynamic import CLOSED, DETACHED, SESSION_ENDED
+from rabbitish.bridge.management_links import (
+    ManagementPairs,
+    ManagementReplyLink,
+    ManagementRequestLink,
+    RefusedPairAttach,
+    is_management,
+)
 from rabbitish.bridge.views import link_view
 
 from rabbitish.engine.delivery import Delivery, Outcome, settle
@@ -49,6 +56,10 @@ HANDLE_IN_USE = "amqp:session:handle-in-use"
 NOT_IMPLEMENTED = "amqp:not-implemented"
 ILLEGAL_STATE = "amqp:illegal-state"
 INVALID_FIELD = "amqp:invalid-field"
+
+# Every link a session holds by handle: the links of links.py, and the reply half of a
+# management link pair (management_links.py), which sends but is no engine consumer.
+AnyLink = links.Link | ManagementReplyLink
 
 
 class SessionEnded(Exception):
@@ -74,7 +85,8 @@ class Session:
         self.incoming_window = WINDOW
         self.remote_outgoing_window = int(begin.outgoing_window)
         self.handle_max = min(HANDLE_MAX, int(begin.handle_max or HANDLE_MAX))
-        self.links: dict[int, links.Link] = {}  # the peer's handle -> link
+        self.links: dict[int, AnyLink] = {}  # the peer's handle -> link
+        self.management_pairs = ManagementPairs()  # RabbitMQ 4's /management link pairs
         self.unsettled: dict[int, tuple[links.OutgoingLink, Delivery]] = {}  # by delivery-id
         self.next_delivery_id = 0
         self.held: list[bytes] = []  # transfer frames waiting for the peer's incoming window
@@ -179,13 +191,18 @@ class Session:
         # (`_refuse` is the spec's link-level refusal, which RabbitMQ 4.x uses; rabbitish
         # refuses a control link that way when it asks for what the coordinator lacks).
         try:
-            if attach.role == links.ROLE_SENDER and isinstance(attach.target, Coordinator):
-                link: links.Link = txns.CoordinatorLink(self, attach)
-            elif attach.role == links.ROLE_SENDER:
+            client_sends = attach.role == links.ROLE_SENDER
+            if client_sends and isinstance(attach.target, Coordinator):
+                link: AnyLink = txns.CoordinatorLink(self, attach)
+            elif is_management(attach, client_sends):
+                link = (ManagementRequestLink if client_sends else ManagementReplyLink)(
+                    self, attach
+                )
+            elif client_sends:
                 link = links.IncomingLink(self, attach)
             else:
                 link = links.OutgoingLink(self, attach)
-        except RefusedAttach as err:
+        except (RefusedAttach, RefusedPairAttach) as err:
             self._refuse(attach, err.condition, err.description)
             return
         except LinkError as err:
@@ -194,6 +211,7 @@ class Session:
             raise SessionEnded(session_condition(err), reply_description(err)) from None
         self.links[handle] = link
         we_send = attach.role == links.ROLE_RECEIVER
+        paired = isinstance(link, ManagementRequestLink | ManagementReplyLink)
         self.conn.send(
             self.channel,
             Attach(
@@ -205,11 +223,12 @@ class Session:
                 source=link.source,
                 target=link.target,
                 initial_delivery_count=UInt(0) if we_send else None,
+                properties=attach.properties if paired else None,  # a link pair's `paired`
             ),
         )
         if isinstance(link, links.OutgoingLink):
             link.start()
-        else:
+        elif isinstance(link, links.ReceivingLink):
             link.grant()
 
     def _refuse(self, attach: Attach, condition: str, description: str) -> None:
@@ -221,7 +240,7 @@ class Session:
         error = Error(condition=Symbol(condition), description=description or None)
         self.conn.send(self.channel, Detach(handle=UInt(handle), closed=True, error=error))
 
-    def link_lost(self, link: links.Link, condition: str, description: str) -> None:
+    def link_lost(self, link: AnyLink, condition: str, description: str) -> None:
         """The broker ends a link (its queue went away)."""
         if self.links.get(link.handle) is not link:
             return
@@ -230,7 +249,7 @@ class Session:
             link.node.link_gone(CLOSED)
         self._send_detach_error(link, condition, description)
 
-    def detach_link(self, link: links.Link, condition: str, description: str) -> None:
+    def detach_link(self, link: AnyLink, condition: str, description: str) -> None:
         """The broker ends a link with an error: what it holds is given back first (a control
         link's transactions roll back, a receiver's unsettled deliveries go back in place)."""
         if self.links.get(link.handle) is not link:
@@ -239,7 +258,7 @@ class Session:
         self._release_link(link)
         self._send_detach_error(link, condition, description)
 
-    def _send_detach_error(self, link: links.Link, condition: str, description: str) -> None:
+    def _send_detach_error(self, link: AnyLink, condition: str, description: str) -> None:
         error = Error(condition=Symbol(condition), description=description or None)
         self.conn.send(self.channel, Detach(handle=UInt(link.handle), closed=True, error=error))
 
@@ -283,6 +302,22 @@ class Session:
             self.unsettled[delivery_id] = (link, delivery)
         self._send_held()
         return delivery_id
+
+    def send_settled(self, handle: int, payload: bytes) -> None:
+        """One message sent settled on `handle` (a management reply): nothing to track."""
+        delivery_id = self.next_delivery_id
+        self.next_delivery_id = (delivery_id + 1) & 0xFFFFFFFF
+        transfer = Transfer(
+            handle=UInt(handle),
+            delivery_id=UInt(delivery_id),
+            delivery_tag=b"",
+            message_format=UInt(0),
+            settled=True,
+        )
+        self.held.extend(
+            encode_transfers(self.channel, transfer, payload, self.conn.max_frame_size)
+        )
+        self._send_held()
 
     @property
     def window_open(self) -> bool:
@@ -350,6 +385,8 @@ class Session:
                     link.flow(flow)
                 except LinkError as err:
                     self.detach_link(link, err.condition, err.description)
+            elif isinstance(link, ManagementReplyLink):
+                link.flow(flow)
             elif flow.echo:
                 self.send_link_flow(link.handle, link.delivery_count, link.credit)
         elif flow.echo:
@@ -428,7 +465,7 @@ class Session:
         self._release_link(link, CLOSED if detach.closed else DETACHED)
         self.conn.send(self.channel, Detach(handle=UInt(handle), closed=detach.closed))
 
-    def _release_link(self, link: links.Link, how: str = CLOSED) -> None:
+    def _release_link(self, link: AnyLink, how: str = CLOSED) -> None:
         link.teardown()
         if link.node is not None:
             link.node.link_gone(how)

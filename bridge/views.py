@@ -8,17 +8,21 @@ from typing import Any
 
 from rabbitish.bridge.addresses import Address, LinkError, parse_address
 from rabbitish.bridge.links import Link, OutgoingLink, terminus_address
+from rabbitish.bridge.management_links import ManagementReplyLink
 
 from rabbitish.engine.sessions import LinkView
 
 SETTLE_MODES = {0: "unsettled", 1: "settled", 2: "mixed"}  # sender-settle-mode; absent: mixed
 
 
-def link_view(link: Link) -> LinkView:
+def link_view(link: Link | ManagementReplyLink) -> LinkView:
     """The neutral view of one link."""
     attach = link.attach
     queue: str | None
-    if isinstance(link, OutgoingLink):
+    if isinstance(link, ManagementReplyLink):  # replies of the management node
+        address, queue, exchange, credit = terminus_address(attach.source), None, None, link.credit
+        role, coordinator, unsettled = "sender", False, 0
+    elif isinstance(link, OutgoingLink):
         address = terminus_address(attach.source)
         parsed = _parsed(address, sending=False)
         queue = link.queue.name
@@ -28,7 +32,7 @@ def link_view(link: Link) -> LinkView:
     else:
         coordinator = link.coordinator
         address = None if coordinator else terminus_address(attach.target)
-        parsed = _parsed(address, sending=True)
+        parsed = _parsed(address, sending=True) if address != "/management" else None
         queue = parsed.queue if parsed is not None else None
         exchange = parsed.exchange if parsed is not None else None
         credit = link.credit

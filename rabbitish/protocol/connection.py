@@ -71,6 +71,7 @@ from rabbitish.protocol.states import (
     error_policy,
     next_connection_state,
 )
+from rabbitish.wire_names import VERSION_091
 
 log = logging.getLogger("rabbitish.connection")
 
@@ -101,7 +102,7 @@ class Connection(ClientConnection):
         config: Config,
         peer: str = "",
         wake: Callable[[], None] | None = None,
-        version: str = "3.13.7",
+        version: str = VERSION_091,
         routes: Routes = ROUTES,
     ) -> None:
         super().__init__(node, config, peer, wake)

@@ -23,14 +23,13 @@ from rabbitish.frontend.sasl import Refusal
 from rabbitish.protocol import sasl
 from rabbitish.protocol.framing import encode_start
 from rabbitish.protocol.states import ConnectionEvent
-from rabbitish.wire_names import HALF_TRANSACTIONS_CAPABILITY
+from rabbitish.wire_names import HALF_TRANSACTIONS_CAPABILITY, PRODUCT
 
 if TYPE_CHECKING:
     from rabbitish.protocol.connection import Connection
 
 log = logging.getLogger("rabbitish.connection")
 
-PRODUCT = "RabbitMQ"  # clients key features off the product name; rabbitish answers as RabbitMQ
 PLATFORM = "Python/asyncio"
 
 MIN_FRAME_MAX = 4096  # the spec's minimum: the frame size until tune-ok
