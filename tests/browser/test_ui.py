@@ -61,34 +61,9 @@ def channel(broker) -> Iterator[Any]:
         conn.close()
 
 
-def goto(driver: Any, base: str, hash_: str, ready_css: str) -> None:
-    """Navigate inside the page (no reload) and wait until the view has drawn `ready_css`."""
-    driver.execute_script("window.location.hash = arguments[0]", hash_)
-    wait_until(
-        lambda: driver.find_elements(By.CSS_SELECTOR, ready_css),
-        timeout=browser.WAIT,
-        interval=0.1,
-        message=f"{hash_}: {ready_css} never drawn",
-    )
-
-
-def accept_confirm(driver: Any) -> None:
-    alert = wait_until(lambda: _alert(driver), timeout=browser.WAIT, interval=0.1)
-    alert.accept()
-
-
-def _alert(driver: Any) -> Any:
-    from selenium.common.exceptions import NoAlertPresentException
-
-    try:
-        return driver.switch_to.alert
-    except NoAlertPresentException:
-        return None
-
-
 def test_queue_depth_follows_publishes_then_peek_and_purge(driver, base, channel, uid) -> None:
     channel.queue_declare(uid)
-    goto(driver, base, f"#/queues/%2F/{uid}", "#q-messages")
+    browser.goto(driver, f"#/queues/%2F/{uid}", "#q-messages")
     browser.wait_text(driver, "#q-messages", lambda t: t == "0")
     driver.execute_script("window.stillTheSamePage = true")
 
@@ -104,7 +79,7 @@ def test_queue_depth_follows_publishes_then_peek_and_purge(driver, base, channel
     browser.wait_text(driver, "#q-messages", lambda t: t == "1")  # requeued
 
     driver.find_element(By.ID, "purge-button").click()
-    accept_confirm(driver)
+    browser.accept_confirm(driver)
     browser.wait_text(driver, "#queue-action-result", lambda t: t == "Queue purged.")
     browser.wait_text(driver, "#q-messages", lambda t: t == "0")
     assert channel.queue_declare(uid, passive=True).method.message_count == 0
@@ -112,7 +87,7 @@ def test_queue_depth_follows_publishes_then_peek_and_purge(driver, base, channel
 
 def test_publish_from_the_queue_page_and_get_with_ack(driver, base, channel, uid) -> None:
     channel.queue_declare(uid)
-    goto(driver, base, f"#/queues/%2F/{uid}", "#queue-publish")
+    browser.goto(driver, f"#/queues/%2F/{uid}", "#queue-publish")
     driver.find_element(By.ID, "queue-payload").send_keys("typed in the page")
     driver.find_element(By.ID, "queue-headers").send_keys('{"origin": "ui"}')
     driver.find_element(By.ID, "queue-publish-button").click()
@@ -131,7 +106,7 @@ def test_queues_list_filters_sorts_and_draws_sparklines(driver, base, channel, u
         channel.queue_declare(name)
         for _ in range(count):
             channel.basic_publish("", name, b"x")
-    goto(driver, base, "#/queues", "#queues")
+    browser.goto(driver, "#/queues", "#queues")
     box = driver.find_element(By.ID, "queue-filter")
     box.clear()
     box.send_keys(uid)
@@ -157,7 +132,7 @@ def test_channels_and_transactions_show_staged_work(driver, base, broker, uid) -
         ch.tx_select()
         ch.basic_publish("", uid, b"staged")
         ch.basic_publish("", uid, b"staged too")
-        goto(driver, base, "#/connections", "#channels")
+        browser.goto(driver, "#/connections", "#channels")
         # columns: channel, user, mode, prefetch, consumers, unacked, uncommitted msgs ...
         transactional = wait_until(
             lambda: [row for row in browser.rows(driver, "#channels") if row[2] == "T"],
@@ -166,7 +141,7 @@ def test_channels_and_transactions_show_staged_work(driver, base, broker, uid) -
         )
         assert [row[6] for row in transactional] == ["2"]
 
-        goto(driver, base, "#/transactions", "#transactions")
+        browser.goto(driver, "#/transactions", "#transactions")
         browser.wait_text(driver, "#transactions .staged-publishes", lambda t: t == "2")
         ch.tx_commit()  # the channel's next transaction opens empty
         browser.wait_text(driver, "#transactions .staged-publishes", lambda t: t == "0")
@@ -178,7 +153,7 @@ def test_exchange_page_lists_bindings_and_publishes(driver, base, channel, uid) 
     channel.exchange_declare(f"{uid}-x", "direct")
     channel.queue_declare(uid)
     channel.queue_bind(uid, f"{uid}-x", "key-1")
-    goto(driver, base, f"#/exchanges/%2F/{uid}-x", "#exchange-source-table")
+    browser.goto(driver, f"#/exchanges/%2F/{uid}-x", "#exchange-source-table")
     browser.wait_text(driver, "#exchange-source-table", lambda t: "key-1" in t and uid in t)
     driver.find_element(By.ID, "exchange-routing-key").send_keys("key-1")
     driver.find_element(By.ID, "exchange-payload").send_keys("via the exchange")
@@ -189,7 +164,7 @@ def test_exchange_page_lists_bindings_and_publishes(driver, base, channel, uid) 
 
 def test_overview_counts_and_wrong_password(driver, base, channel, uid) -> None:
     channel.queue_declare(uid)
-    goto(driver, base, "#/", "#total-queues")
+    browser.goto(driver, "#/", "#total-queues")
     browser.wait_text(driver, "#total-connections .value", lambda t: int(t) >= 1)
     browser.wait_text(driver, "#total-queues .value", lambda t: int(t) >= 1)
 
@@ -208,11 +183,11 @@ def test_half_transaction_committed_from_the_page(driver, base, channel, uid) ->
     held = pika.BasicProperties(headers={"x-half-txn": f"{uid}-txn"})
     channel.basic_publish("", uid, b"held until decided", properties=held)
     assert channel.queue_declare(uid, passive=True).method.message_count == 0
-    goto(driver, base, "#/transactions", "#half-transactions")
+    browser.goto(driver, "#/transactions", "#half-transactions")
     browser.click(
         driver, f"#half-transactions button[data-decision='commit'][data-half='{uid}-txn']"
     )
-    accept_confirm(driver)
+    browser.accept_confirm(driver)
     browser.wait_text(driver, "#half-result", lambda t: t == "commit: 1 message(s).")
     assert channel.queue_declare(uid, passive=True).method.message_count == 1
 
@@ -228,7 +203,7 @@ def test_prepared_transaction_listed_with_its_acks_and_rolled_back(
     prepare = pika.BasicProperties(headers={"x-half-txn": f"{uid}-xa"})
     tx.basic_publish("amq.rabbitish.txn", "prepare", b"", prepare)
     tx.tx_commit()
-    goto(driver, base, "#/transactions", "#half-transactions")
+    browser.goto(driver, "#/transactions", "#half-transactions")
     found: list[list[str]] = []
     wait_until(
         lambda: (
@@ -244,23 +219,23 @@ def test_prepared_transaction_listed_with_its_acks_and_rolled_back(
     browser.click(
         driver, f"#half-transactions button[data-decision='rollback'][data-half='{uid}-xa']"
     )
-    accept_confirm(driver)
+    browser.accept_confirm(driver)
     browser.wait_text(driver, "#half-result", lambda t: t == "rollback: 0 message(s), 1 ack(s).")
     assert channel.queue_declare(uid, passive=True).method.message_count == 1
 
 
 def test_add_then_delete_a_queue_from_the_pages(driver, base, uid) -> None:
-    goto(driver, base, "#/queues", "#add-queue")
+    browser.goto(driver, "#/queues", "#add-queue")
     driver.find_element(By.ID, "new-queue-name").send_keys(uid)
     driver.find_element(By.ID, "new-queue-args").send_keys('{"x-max-length": 5}')
     browser.click(driver, "#add-queue button[type='submit']")
     browser.wait_text(driver, "#add-queue-result", lambda t: t == "Queue declared.")
     assert management(base, f"/api/queues/%2F/{uid}")["arguments"] == {"x-max-length": 5}
 
-    goto(driver, base, f"#/queues/%2F/{uid}", "#q-messages")
+    browser.goto(driver, f"#/queues/%2F/{uid}", "#q-messages")
     browser.wait_text(driver, "#queue-details", lambda t: "x-max-length: 5" in t)
     browser.click(driver, "#delete-button")
-    accept_confirm(driver)
+    browser.accept_confirm(driver)
     wait_until(lambda: driver.execute_script("return location.hash") == "#/queues", browser.WAIT)
     with pytest.raises(urllib.error.HTTPError) as refused:
         management(base, f"/api/queues/%2F/{uid}")

@@ -121,6 +121,34 @@ def rows(driver: Any, css: str) -> list[list[str]]:
     return driver.execute_script(script, css)
 
 
+def goto(driver: Any, hash_: str, ready_css: str) -> None:
+    """Navigate inside the page (no reload) and wait until the view has drawn `ready_css`."""
+    from selenium.webdriver.common.by import By
+
+    driver.execute_script("window.location.hash = arguments[0]", hash_)
+    wait_until(
+        lambda: driver.find_elements(By.CSS_SELECTOR, ready_css),
+        timeout=WAIT,
+        interval=0.1,
+        message=f"{hash_}: {ready_css} never drawn",
+    )
+
+
+def alert(driver: Any) -> Any:
+    """The open alert or confirm dialog, or None."""
+    from selenium.common.exceptions import NoAlertPresentException
+
+    try:
+        return driver.switch_to.alert
+    except NoAlertPresentException:
+        return None
+
+
+def accept_confirm(driver: Any) -> None:
+    """Wait for the page's confirm() dialog and accept it."""
+    wait_until(lambda: alert(driver), timeout=WAIT, interval=0.1).accept()
+
+
 def screenshot(driver: Any, path: Path) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     driver.save_screenshot(str(path))

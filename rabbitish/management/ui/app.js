@@ -1,8 +1,12 @@
 // The page's frame: login, hash routing (#/queues/%2F/name ...), and the live refresh that
 // re-reads the JSON API every few seconds and redraws only the live parts of the page.
 import { AuthError, credentials, forget, get, remember } from "./api.js";
+import { permissions, user, users, vhosts } from "./admin.js";
+import { fill, h } from "./html.js";
 import { connections, exchanges, overview, queues, transactions } from "./lists.js";
-import { exchange, queue } from "./objects.js";
+import { connection, exchange, queue } from "./objects.js";
+import { policies } from "./policies.js";
+import { loadVhosts, onChange } from "./scope.js";
 
 const ROUTES = [
   [/^#?\/?$/, overview, "overview"],
@@ -11,7 +15,13 @@ const ROUTES = [
   [/^#\/exchanges\/?$/, exchanges, "exchanges"],
   [/^#\/exchanges\/([^/]+)\/([^/]+)$/, exchange, "exchanges"],
   [/^#\/(?:connections|channels)\/?$/, connections, "connections"],
+  [/^#\/connections\/([^/]+)$/, connection, "connections"],
   [/^#\/transactions\/?$/, transactions, "transactions"],
+  [/^#\/users\/?$/, users, "users"],
+  [/^#\/users\/([^/]+)$/, user, "users"],
+  [/^#\/vhosts\/?$/, vhosts, "vhosts"],
+  [/^#\/permissions\/?$/, permissions, "permissions"],
+  [/^#\/policies\/?$/, policies, "policies"],
 ];
 
 const page = document.getElementById("page");
@@ -62,7 +72,7 @@ function navigate() {
   current = found;
   status.textContent = "";
   if (!found.view) {
-    page.innerHTML = `<h1>Not found</h1><p>No page at ${window.location.hash.replace(/[<>&]/g, "")}.</p>`;
+    fill(page, h("h1", {}, "Not found"), h("p", {}, `No page at ${window.location.hash}.`));
     return;
   }
   found.view.mount(page, found.params);
@@ -72,7 +82,7 @@ function navigate() {
 function showLogin(message) {
   generation += 1;
   current = null;
-  page.innerHTML = "";
+  page.replaceChildren();
   loginForm.hidden = false;
   document.getElementById("login-error").textContent = message;
   document.getElementById("logout").hidden = true;
@@ -100,12 +110,16 @@ async function start() {
   const who = await get("/whoami");
   loginForm.hidden = true;
   document.getElementById("who").textContent = `User ${who.name}`;
+  // The admin pages' links only for administrators (the API refuses the others anyway).
+  document.body.classList.toggle("admin", (who.tags || []).includes("administrator"));
+  await loadVhosts();
   document.getElementById("logout").hidden = false;
   navigate();
 }
 
 window.addEventListener("hashchange", navigate);
 document.getElementById("refresh").addEventListener("change", schedule);
+onChange(navigate);
 schedule();
 if (credentials()) {
   start().catch((err) => showLogin(err instanceof AuthError ? "Login failed" : err.message));

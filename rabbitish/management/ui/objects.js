@@ -1,24 +1,27 @@
-// One queue's page and one exchange's page: properties, bindings, consumers, and the actions
-// (get messages, publish, purge, delete). Forms are drawn once; update() redraws the rest.
+// One queue's, one exchange's and one connection's page: properties, rates, bindings,
+// consumers, channels or AMQP 1.0 sessions and links, and the actions (get messages, publish,
+// purge, delete, close). Forms are drawn once; update() redraws the rest.
 import { call, get, seg } from "./api.js";
-import { args, esc, json, link, num, props, rate, sparkline, table } from "./html.js";
-import { queueHash, recordDepth } from "./lists.js";
+import { $, args, button, field, fill, h, json, link, none, num, options, props, rate, say, sparkline, table } from "./html.js";
+import { RATE_SERIES, channelColumns, connectionHash, queueHash, queueKey, rateChart, recordDepth, recordRates } from "./lists.js";
+
+const exchangeLink = (vhost, name) => link(`#/exchanges/${seg(vhost)}/${seg(name || "amq.default")}`, name || "(AMQP default)");
 
 const bindingColumns = (side) => [
   side === "from"
-    ? { label: "From", html: (b) => link(`#/exchanges/${seg(b.vhost)}/${seg(b.source || "amq.default")}`, b.source || "(AMQP default)") }
-    : { label: "To", html: (b) => link(b.destination_type === "queue" ? queueHash({ vhost: b.vhost, name: b.destination }) : `#/exchanges/${seg(b.vhost)}/${seg(b.destination)}`, `${b.destination_type} ${b.destination}`) },
-  { label: "Routing key", html: (b) => esc(b.routing_key) },
-  { label: "Arguments", html: (b) => args(b.arguments) },
+    ? { label: "From", cell: (b) => exchangeLink(b.vhost, b.source) }
+    : { label: "To", cell: (b) => link(b.destination_type === "queue" ? queueHash({ vhost: b.vhost, name: b.destination }) : `#/exchanges/${seg(b.vhost)}/${seg(b.destination)}`, `${b.destination_type} ${b.destination}`) },
+  { label: "Routing key", cell: (b) => b.routing_key },
+  { label: "Arguments", cell: (b) => args(b.arguments) },
 ];
 
 const consumerColumns = [
-  { label: "Channel", html: (c) => esc((c.channel_details || {}).name) },
-  { label: "Consumer tag", html: (c) => esc(c.consumer_tag) },
-  { label: "Ack required", html: (c) => (c.ack_required ? "yes" : "no") },
-  { label: "Exclusive", html: (c) => (c.exclusive ? "yes" : "no") },
-  { label: "Prefetch", num: true, html: (c) => esc(num(c.prefetch_count)) },
-  { label: "Arguments", html: (c) => args(c.arguments) },
+  { label: "Channel", cell: (c) => (c.channel_details || {}).name },
+  { label: "Consumer tag", cell: (c) => c.consumer_tag },
+  { label: "Ack required", cell: (c) => (c.ack_required ? "yes" : "no") },
+  { label: "Exclusive", cell: (c) => (c.exclusive ? "yes" : "no") },
+  { label: "Prefetch", num: true, cell: (c) => num(c.prefetch_count) },
+  { label: "Arguments", cell: (c) => args(c.arguments) },
 ];
 
 const ACKMODES = [
@@ -29,119 +32,127 @@ const ACKMODES = [
 ];
 
 function publishForm(prefix, withKey) {
-  return `<form id="${prefix}-publish" class="panel">
-    ${withKey ? `<label for="${prefix}-routing-key">Routing key</label><input id="${prefix}-routing-key">` : ""}
-    <label for="${prefix}-persistent">Persistent</label><input id="${prefix}-persistent" type="checkbox">
-    <label for="${prefix}-headers">Headers (JSON)</label><input id="${prefix}-headers" placeholder='{"x-key": "value"}'>
-    <label for="${prefix}-properties">Properties (JSON)</label><input id="${prefix}-properties" placeholder='{"content_type": "text/plain"}'>
-    <label for="${prefix}-payload">Payload</label><textarea id="${prefix}-payload"></textarea>
-    <div class="actions"><button type="submit" id="${prefix}-publish-button">Publish message</button> <span id="${prefix}-publish-result"></span></div></form>`;
+  return h("form", { id: `${prefix}-publish`, class: "panel" },
+    withKey ? field("Routing key", `${prefix}-routing-key`) : null,
+    field("Persistent", `${prefix}-persistent`, { type: "checkbox" }),
+    field("Headers (JSON)", `${prefix}-headers`, { placeholder: '{"x-key": "value"}' }),
+    field("Properties (JSON)", `${prefix}-properties`, { placeholder: '{"content_type": "text/plain"}' }),
+    field("Payload", `${prefix}-payload`, {}, "textarea"),
+    h("div", { class: "actions" }, h("button", { type: "submit", id: `${prefix}-publish-button` }, "Publish message"), " ", h("span", { id: `${prefix}-publish-result` })));
 }
 
 async function publish(root, prefix, vhost, exchange, routingKey) {
-  const out = root.querySelector(`#${prefix}-publish-result`);
+  const out = $(root, `#${prefix}-publish-result`);
   try {
-    const value = (id) => root.querySelector(`#${prefix}-${id}`).value.trim();
+    const value = (id) => $(root, `#${prefix}-${id}`).value.trim();
     const properties = value("properties") ? JSON.parse(value("properties")) : {};
     if (value("headers")) properties.headers = JSON.parse(value("headers"));
-    if (root.querySelector(`#${prefix}-persistent`).checked) properties.delivery_mode = 2;
-    const key = routingKey === undefined ? root.querySelector(`#${prefix}-routing-key`).value : routingKey;
-    const body = { routing_key: key, properties, payload: root.querySelector(`#${prefix}-payload`).value, payload_encoding: "string" };
+    if ($(root, `#${prefix}-persistent`).checked) properties.delivery_mode = 2;
+    const key = routingKey === undefined ? $(root, `#${prefix}-routing-key`).value : routingKey;
+    const body = { routing_key: key, properties, payload: $(root, `#${prefix}-payload`).value, payload_encoding: "string" };
     const result = await call("POST", `/exchanges/${seg(vhost)}/${seg(exchange || "amq.default")}/publish`, body);
-    out.className = result.routed ? "ok" : "error";
-    out.textContent = result.routed ? "Message published." : "Message published, but not routed.";
-  } catch (err) { out.className = "error"; out.textContent = err.message; }
+    say(out, result.routed, result.routed ? "Message published." : "Message published, but not routed.");
+  } catch (err) { say(out, false, err.message); }
 }
 
-function messageHtml(m, i) {
-  return `<div class="message"><strong>Message ${i + 1}</strong> ${props([
-    ["Exchange", esc(m.exchange || "(AMQP default)")], ["Routing key", esc(m.routing_key)],
-    ["Redelivered", m.redelivered ? "yes" : "no"], ["Messages left in queue", esc(num(m.message_count))],
-    ["Properties", json(m.properties)], ["Payload", `${esc(num(m.payload_bytes))} bytes, encoding ${esc(m.payload_encoding)}`],
-  ])}<pre class="payload">${esc(m.payload)}</pre></div>`;
+// A message from get-messages; its headers each on a line, as text.
+function message(m, i) {
+  const { headers, ...rest } = m.properties || {};
+  const headerList = headers && Object.keys(headers).length
+    ? h("ul", { class: "headers" }, Object.entries(headers).map(([k, v]) => h("li", {}, h("span", { class: "header-name" }, k), ": ", h("span", { class: "header-value" }, typeof v === "string" ? v : JSON.stringify(v)))))
+    : undefined;
+  return h("div", { class: "message" }, h("strong", {}, `Message ${i + 1}`), " ", props([
+    ["Exchange", m.exchange || "(AMQP default)"], ["Routing key", m.routing_key],
+    ["Redelivered", m.redelivered ? "yes" : "no"], ["Messages left in queue", num(m.message_count)],
+    ["Headers", headerList], ["Properties", json(rest)],
+    ["Payload", `${num(m.payload_bytes)} bytes, encoding ${m.payload_encoding}`],
+  ]), h("pre", { class: "payload" }, m.payload));
 }
+
+const total = (id, label, value) => h("div", { class: "total" }, h("div", { class: "value", id }, value), h("div", { class: "label" }, label));
 
 // ---------------------------------------------------------------------- queue
 export const queue = {
   mount(root, [vhost, name]) {
     const path = `/queues/${seg(vhost)}/${seg(name)}`;
-    root.innerHTML = `<h1>Queue <span id="queue-name">${esc(name)}</span> <span class="muted">in ${esc(vhost)}</span></h1>
-      <div id="queue-summary"></div>
-      <div class="cols"><section><h2>Details</h2><div id="queue-details"></div></section>
-      <section><h2>Policy</h2><div id="queue-policy"></div></section></div>
-      <h2>Consumers</h2><div id="queue-consumers"></div>
-      <h2>Bindings</h2><div id="queue-bindings"></div>
-      <h2>Get messages</h2>
-      <form id="get-form" class="panel"><label for="get-ackmode">Ack mode</label><select id="get-ackmode">${ACKMODES.map(([v, l]) => `<option value="${v}">${esc(l)}</option>`).join("")}</select>
-        <label for="get-encoding">Encoding</label><select id="get-encoding"><option value="auto">Auto string / base64</option><option value="base64">base64</option></select>
-        <label for="get-count">Messages</label><input id="get-count" type="number" min="1" value="1">
-        <div class="actions"><button type="submit" id="get-button">Get message(s)</button></div></form>
-      <div id="get-results"></div>
-      <h2>Publish message</h2><p class="muted">Through the default exchange, with the queue's name as routing key.</p>${publishForm("queue", false)}
-      <h2>Purge and delete</h2><p><button type="button" id="purge-button">Purge messages</button> <button type="button" id="delete-button" class="danger">Delete queue</button> <span id="queue-action-result"></span></p>`;
-    root.querySelector("#get-form").addEventListener("submit", async (e) => {
+    const results = h("div", { id: "get-results" });
+    const actionResult = h("span", { id: "queue-action-result" });
+    const getForm = h("form", { id: "get-form", class: "panel" },
+      h("label", { for: "get-ackmode" }, "Ack mode"), h("select", { id: "get-ackmode" }, options(ACKMODES)),
+      h("label", { for: "get-encoding" }, "Encoding"), h("select", { id: "get-encoding" }, options([["auto", "Auto string / base64"], ["base64", "base64"]])),
+      field("Messages", "get-count", { type: "number", min: 1, value: "1" }),
+      h("div", { class: "actions" }, h("button", { type: "submit", id: "get-button" }, "Get message(s)")));
+    fill(root, h("h1", {}, "Queue ", h("span", { id: "queue-name" }, name), " ", h("span", { class: "muted" }, `in ${vhost}`)),
+      h("div", { id: "queue-summary" }),
+      h("div", { class: "cols" },
+        h("section", {}, h("h2", {}, "Message rates"), h("div", { id: "queue-rates" })),
+        h("section", {}, h("h2", {}, "Details"), h("div", { id: "queue-details" }), h("h2", {}, "Policy"), h("div", { id: "queue-policy" }))),
+      h("h2", {}, "Consumers"), h("div", { id: "queue-consumers" }),
+      h("h2", {}, "Bindings"), h("div", { id: "queue-bindings" }),
+      h("h2", {}, "Get messages"), getForm, results,
+      h("h2", {}, "Publish message"), h("p", { class: "muted" }, "Through the default exchange, with the queue's name as routing key."), publishForm("queue", false),
+      h("h2", {}, "Purge and delete"),
+      h("p", {}, button("Purge messages", { id: "purge-button" }), " ", button("Delete queue", { id: "delete-button", class: "danger" }), " ", actionResult));
+    getForm.addEventListener("submit", async (e) => {
       e.preventDefault();
-      const out = root.querySelector("#get-results");
       try {
-        const body = { count: Number(root.querySelector("#get-count").value || 1), ackmode: root.querySelector("#get-ackmode").value, encoding: root.querySelector("#get-encoding").value, truncate: 50000 };
+        const body = { count: Number($(root, "#get-count").value || 1), ackmode: $(root, "#get-ackmode").value, encoding: $(root, "#get-encoding").value, truncate: 50000 };
         const messages = await call("POST", `${path}/get`, body);
-        out.innerHTML = messages.length ? messages.map(messageHtml).join("") : `<p class="muted">Queue is empty.</p>`;
+        fill(results, messages.length ? messages.map(message) : h("p", { class: "muted" }, "Queue is empty."));
         await queue.update(root, [vhost, name]);
-      } catch (err) { out.innerHTML = `<p class="error">${esc(err.message)}</p>`; }
+      } catch (err) { fill(results, h("p", { class: "error" }, err.message)); }
     });
-    root.querySelector("#queue-publish").addEventListener("submit", async (e) => {
+    $(root, "#queue-publish").addEventListener("submit", async (e) => {
       e.preventDefault();
       await publish(root, "queue", vhost, "", name);
       await queue.update(root, [vhost, name]);
     });
-    const result = root.querySelector("#queue-action-result");
-    root.querySelector("#purge-button").addEventListener("click", async () => {
+    $(root, "#purge-button").addEventListener("click", async () => {
       if (!window.confirm(`Purge all ready messages of queue ${name}?`)) return;
       try {
         await call("DELETE", `${path}/contents`);
-        result.className = "ok"; result.textContent = "Queue purged.";
+        say(actionResult, true, "Queue purged.");
         await queue.update(root, [vhost, name]);
-      } catch (err) { result.className = "error"; result.textContent = err.message; }
+      } catch (err) { say(actionResult, false, err.message); }
     });
-    root.querySelector("#delete-button").addEventListener("click", async () => {
+    $(root, "#delete-button").addEventListener("click", async () => {
       if (!window.confirm(`Delete queue ${name}?`)) return;
       try {
         await call("DELETE", path);
         window.location.hash = "#/queues";
-      } catch (err) { result.className = "error"; result.textContent = err.message; }
+      } catch (err) { say(actionResult, false, err.message); }
     });
   },
   async update(root, [vhost, name]) {
     const path = `/queues/${seg(vhost)}/${seg(name)}`;
     const [q, bindings] = await Promise.all([get(path), get(`${path}/bindings`)]);
     const history = recordDepth(q);
+    recordRates(queueKey(q), q.message_stats);
     const stats = q.message_stats || {};
     const r = (k) => rate((stats[`${k}_details`] || {}).rate);
-    root.querySelector("#queue-summary").innerHTML = `<div class="totals">
-      <div class="total"><div class="value" id="q-ready">${esc(num(q.messages_ready))}</div><div class="label">Ready</div></div>
-      <div class="total"><div class="value" id="q-unacked">${esc(num(q.messages_unacknowledged))}</div><div class="label">Unacked</div></div>
-      <div class="total"><div class="value" id="q-messages">${esc(num(q.messages))}</div><div class="label">Total</div></div>
-      <div class="total"><div class="value" id="q-consumers">${esc(num(q.consumers))}</div><div class="label">Consumers</div></div>
-      <div class="total"><div class="value">${sparkline(history, 160, 36)}</div><div class="label">Depth</div></div>
-      <div class="total"><div class="value">${esc(r("publish"))}</div><div class="label">Incoming</div></div>
-      <div class="total"><div class="value">${esc(r("deliver_get"))}</div><div class="label">Deliver / get</div></div>
-      <div class="total"><div class="value">${esc(r("ack"))}</div><div class="label">Ack</div></div></div>`;
-    root.querySelector("#queue-details").innerHTML = props([
-      ["Type", esc(q.type)], ["State", esc(q.state)], ["Durable", q.durable ? "yes" : "no"], ["Auto delete", q.auto_delete ? "yes" : "no"],
-      ["Exclusive", q.exclusive ? `yes${q.owner_pid_details ? ` (${esc(q.owner_pid_details.name)})` : ""}` : "no"],
-      ["Arguments", args(q.arguments) || '<span class="muted">none</span>'],
-      ["Message bytes (ready)", esc(num(q.message_bytes_ready))],
-      ["Half messages held", q.messages_half === undefined ? undefined : esc(num(q.messages_half))],
-      ["Locked by prepared acks", q.messages_prepared === undefined ? undefined : esc(num(q.messages_prepared))],
-    ]);
+    fill($(root, "#queue-summary"), h("div", { class: "totals" },
+      total("q-ready", "Ready", num(q.messages_ready)), total("q-unacked", "Unacked", num(q.messages_unacknowledged)),
+      total("q-messages", "Total", num(q.messages)), total("q-consumers", "Consumers", num(q.consumers)),
+      total("q-depth", "Depth", sparkline(history, 160, 36)),
+      RATE_SERIES.map(([key, label]) => total(`q-rate-${key}`, label, r(key)))));
+    fill($(root, "#queue-rates"), rateChart(queueKey(q), "queue-rate-chart"));
+    fill($(root, "#queue-details"), props([
+      ["Type", q.type], ["State", q.state], ["Durable", q.durable ? "yes" : "no"], ["Auto delete", q.auto_delete ? "yes" : "no"],
+      ["Exclusive", q.exclusive ? `yes${q.owner_pid_details ? ` (${q.owner_pid_details.name})` : ""}` : "no"],
+      ["Arguments", Object.keys(q.arguments || {}).length ? args(q.arguments) : none()],
+      ["Message bytes (ready)", num(q.message_bytes_ready)],
+      ["Half messages held", q.messages_half === undefined ? undefined : num(q.messages_half)],
+      ["Locked by prepared acks", q.messages_prepared === undefined ? undefined : num(q.messages_prepared)],
+    ]));
     const hasPolicy = "policy" in q || "effective_policy_definition" in q;
-    root.querySelector("#queue-policy").innerHTML = hasPolicy ? props([
-      ["Policy", q.policy ? esc(q.policy) : '<span class="muted">none</span>'],
-      ["Operator policy", "operator_policy" in q ? (q.operator_policy ? esc(q.operator_policy) : '<span class="muted">none</span>') : undefined],
-      ["Effective definition", args(q.effective_policy_definition) || '<span class="muted">none</span>'],
-    ]) : '<p class="muted">No policy information.</p>';
-    root.querySelector("#queue-consumers").innerHTML = table(consumerColumns, q.consumer_details || [], null, 'id="consumers"');
-    root.querySelector("#queue-bindings").innerHTML = table(bindingColumns("from"), bindings, null, 'id="queue-bindings-table"');
+    const definition = q.effective_policy_definition || {};
+    fill($(root, "#queue-policy"), hasPolicy ? props([
+      ["Policy", q.policy ? link(`#/policies`, q.policy) : none()],
+      ["Operator policy", "operator_policy" in q ? (q.operator_policy || none()) : undefined],
+      ["Effective definition", Object.keys(definition).length ? args(definition) : none()],
+    ]) : h("p", { class: "muted" }, "No policy information."));
+    fill($(root, "#queue-consumers"), table(consumerColumns, q.consumer_details || [], null, "consumers"));
+    fill($(root, "#queue-bindings"), table(bindingColumns("from"), bindings, null, "queue-bindings-table"));
   },
 };
 
@@ -149,35 +160,98 @@ export const queue = {
 export const exchange = {
   mount(root, [vhost, name]) {
     const label = name === "amq.default" ? "(AMQP default)" : name;
-    root.innerHTML = `<h1>Exchange <span id="exchange-name">${esc(label)}</span> <span class="muted">in ${esc(vhost)}</span></h1>
-      <div id="exchange-details"></div>
-      <h2>Bindings from this exchange</h2><div id="exchange-source"></div>
-      <h2>Bindings to this exchange</h2><div id="exchange-destination"></div>
-      <h2>Publish message</h2>${publishForm("exchange", true)}
-      ${name.startsWith("amq.") ? "" : '<h2>Delete</h2><p><button type="button" id="delete-exchange" class="danger">Delete exchange</button> <span id="exchange-action-result"></span></p>'}`;
-    root.querySelector("#exchange-publish").addEventListener("submit", async (e) => {
+    const deletable = !name.startsWith("amq.");
+    fill(root, h("h1", {}, "Exchange ", h("span", { id: "exchange-name" }, label), " ", h("span", { class: "muted" }, `in ${vhost}`)),
+      h("div", { id: "exchange-details" }),
+      h("h2", {}, "Bindings from this exchange"), h("div", { id: "exchange-source" }),
+      h("h2", {}, "Bindings to this exchange"), h("div", { id: "exchange-destination" }),
+      h("h2", {}, "Publish message"), publishForm("exchange", true),
+      deletable ? [h("h2", {}, "Delete"), h("p", {}, button("Delete exchange", { id: "delete-exchange", class: "danger" }), " ", h("span", { id: "exchange-action-result" }))] : null);
+    $(root, "#exchange-publish").addEventListener("submit", async (e) => {
       e.preventDefault();
       await publish(root, "exchange", vhost, name === "amq.default" ? "" : name);
     });
-    const del = root.querySelector("#delete-exchange");
-    if (del) del.addEventListener("click", async () => {
+    if (deletable) $(root, "#delete-exchange").addEventListener("click", async () => {
       if (!window.confirm(`Delete exchange ${name}?`)) return;
       try {
         await call("DELETE", `/exchanges/${seg(vhost)}/${seg(name)}`);
         window.location.hash = "#/exchanges";
-      } catch (err) { root.querySelector("#exchange-action-result").textContent = err.message; }
+      } catch (err) { say($(root, "#exchange-action-result"), false, err.message); }
     });
   },
   async update(root, [vhost, name]) {
     const path = `/exchanges/${seg(vhost)}/${seg(name)}`;
     const [x, source, destination] = await Promise.all([get(path), get(`${path}/bindings/source`), get(`${path}/bindings/destination`)]);
-    root.querySelector("#exchange-details").innerHTML = props([
-      ["Type", esc(x.type)], ["Durable", x.durable ? "yes" : "no"], ["Auto delete", x.auto_delete ? "yes" : "no"],
-      ["Internal", x.internal ? "yes" : "no"], ["Arguments", args(x.arguments) || '<span class="muted">none</span>'],
-      ["Policy", "policy" in x ? esc(x.policy || "none") : undefined],
-    ]);
-    root.querySelector("#exchange-source").innerHTML = table(bindingColumns("to"), source, null, 'id="exchange-source-table"');
-    root.querySelector("#exchange-destination").innerHTML = table(bindingColumns("from"), destination, null);
+    fill($(root, "#exchange-details"), props([
+      ["Type", x.type], ["Durable", x.durable ? "yes" : "no"], ["Auto delete", x.auto_delete ? "yes" : "no"],
+      ["Internal", x.internal ? "yes" : "no"], ["Arguments", Object.keys(x.arguments || {}).length ? args(x.arguments) : none()],
+      ["Policy", "policy" in x ? x.policy || "none" : undefined],
+    ]));
+    fill($(root, "#exchange-source"), table(bindingColumns("to"), source, null, "exchange-source-table"));
+    fill($(root, "#exchange-destination"), table(bindingColumns("from"), destination, null));
   },
 };
 
+// ---------------------------------------------------------------------- connection
+const AMQP_1_0 = "AMQP 1-0";
+
+const incomingColumns = [
+  { label: "Handle", num: true, cell: (l) => String(l.handle) },
+  { label: "Link", cls: "link-name", cell: (l) => l.link_name },
+  { label: "Target address", cell: (l) => l.target_address || "" },
+  { label: "Delivery count", num: true, cell: (l) => num(l.delivery_count) },
+  { label: "Credit", num: true, cell: (l) => num(l.credit) },
+  { label: "Settle mode", cell: (l) => l.snd_settle_mode || "" },
+  { label: "Coordinator", cell: (l) => (l.coordinator ? "yes" : "") },
+];
+const outgoingColumns = [
+  { label: "Handle", num: true, cell: (l) => String(l.handle) },
+  { label: "Link", cls: "link-name", cell: (l) => l.link_name },
+  { label: "Source address", cell: (l) => l.source_address || "" },
+  { label: "Queue", cell: (l) => l.queue_name || "" },
+  { label: "Delivery count", num: true, cell: (l) => num(l.delivery_count) },
+  { label: "Credit", num: true, cell: (l) => num(l.credit) },
+  { label: "Settled", cell: (l) => (l.send_settled ? "yes" : "no") },
+];
+
+function session(s) {
+  return h("section", { class: "session-box", dataset: { session: s.channel_number } },
+    h("h3", {}, `Session ${s.channel_number}`, " ", h("span", { class: "muted" }, `${num(s.outgoing_unsettled_deliveries)} unsettled outgoing`)),
+    h("h4", {}, "Incoming links (the client sends)"), table(incomingColumns, s.incoming_links || [], null),
+    h("h4", {}, "Outgoing links (the client receives)"), table(outgoingColumns, s.outgoing_links || [], null));
+}
+
+export const connection = {
+  mount(root, [name]) {
+    const result = h("span", { id: "connection-action-result" });
+    fill(root, h("h1", {}, "Connection ", h("span", { id: "connection-name" }, name)),
+      h("div", { id: "connection-details" }),
+      h("h2", { id: "connection-parts-heading" }, "Channels"), h("div", { id: "connection-parts" }),
+      h("h2", {}, "Close this connection"),
+      h("p", {}, button("Force close", { id: "close-connection", class: "danger" }), " ", result));
+    $(root, "#close-connection").addEventListener("click", async () => {
+      if (!window.confirm(`Close connection ${name}?`)) return;
+      try {
+        await call("DELETE", `/connections/${seg(name)}`);
+        window.location.hash = "#/connections";
+      } catch (err) { say(result, false, err.message); }
+    });
+  },
+  async update(root, [name]) {
+    const path = `/connections/${seg(name)}`;
+    const c = await get(path);
+    const amqp10 = c.protocol === AMQP_1_0;
+    const parts = await get(`${path}/${amqp10 ? "sessions" : "channels"}`);
+    const client = c.client_properties || {};
+    fill($(root, "#connection-details"), h("div", { class: "cols" },
+      props([["User", c.user], ["Virtual host", c.vhost], ["Protocol", c.protocol], ["State", c.state],
+        ["Peer", `${c.peer_host}:${c.peer_port}`], ["Authentication", c.auth_mechanism],
+        ["Heartbeat", c.timeout === undefined ? undefined : `${c.timeout} s`], ["Frame max", num(c.frame_max)], ["Channel max", num(c.channel_max)],
+        ["Received", `${num(c.recv_oct)} bytes (${rate((c.recv_oct_details || {}).rate)})`], ["Sent", `${num(c.send_oct)} bytes (${rate((c.send_oct_details || {}).rate)})`]]),
+      h("div", { id: "client-properties" }, props(Object.entries(client).map(([k, v]) => [k, typeof v === "string" ? v : JSON.stringify(v)])))));
+    $(root, "#connection-parts-heading").textContent = amqp10 ? "Sessions and links" : "Channels";
+    fill($(root, "#connection-parts"), amqp10
+      ? (parts.length ? parts.map(session) : h("p", { class: "muted" }, "No sessions."))
+      : table(channelColumns, parts, null, "connection-channels"));
+  },
+};

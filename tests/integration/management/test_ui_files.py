@@ -50,3 +50,17 @@ def test_unknown_asset_and_the_api_still_needs_login(rabbitish_broker, rabbitish
     assert fetch(base + "/ui/nothing.js")[0] == 404
     assert fetch(base + "/ui/__init__.py")[0] == 404
     assert fetch(base + "/api/overview")[0] == 401
+
+
+HTML_SINKS = re.compile(
+    r"\.innerHTML|\.outerHTML|insertAdjacentHTML|document\.write|\beval\(|new Function"
+)
+
+
+def test_scripts_never_parse_text_as_markup() -> None:
+    """Broker names (queues, users, vhosts, headers...) reach the page as text nodes only: the
+    scripts build the DOM and never hand a string to the HTML parser."""
+    for name, (body, kind) in ui._files().items():
+        if kind == "text/javascript":
+            found = HTML_SINKS.findall(body.decode())
+            assert found == [], f"{name}: {found}"
