@@ -10,6 +10,12 @@ export const userHash = (name) => `#/users/${seg(name)}`;
 const TAG_HINT = "administrator, monitoring, policymaker, management";
 const tagsText = (tags) => (Array.isArray(tags) ? tags.join(", ") : tags || "");
 
+// The Admin tab's own tabs, above each of its pages.
+function tabs(active) {
+  return h("nav", { class: "subnav" }, [["users", "Users"], ["vhosts", "Virtual hosts"], ["permissions", "Permissions"]].map(([page, label]) =>
+    h("a", { href: `#/${page}`, class: page === active ? "active" : undefined }, label)));
+}
+
 // ---------------------------------------------------------------------- permissions
 const ACCESS = ["configure", "write", "read"];
 
@@ -59,7 +65,7 @@ function wirePermissions(root, user, redraw) {
 
 export const permissions = {
   mount(root) {
-    fill(root, h("h1", {}, "Permissions"),
+    fill(root, tabs("permissions"), h("h1", {}, "Permissions"),
       h("p", { class: "muted" }, "What each user may configure, write and read in each virtual host (regular expressions over resource names)."),
       h("div", { id: "permissions-table" }), h("h2", {}, "Set permission"), h("div", { id: "permission-form" }));
     permissions.formDrawn = false;
@@ -92,7 +98,7 @@ export const users = {
       field("Password", "new-user-password", { type: "password", autocomplete: "new-password" }),
       field("Tags", "new-user-tags", { placeholder: TAG_HINT }),
       h("div", { class: "actions" }, h("button", { type: "submit" }, "Add user"), " ", result));
-    fill(root, h("h1", {}, "Users"), h("div", { id: "users-table" }), h("h2", {}, "Add a user"),
+    fill(root, tabs("users"), h("h1", {}, "Users"), h("div", { id: "users-table" }), h("h2", {}, "Add a user"),
       h("p", { class: "muted" }, `Tags, separated by commas: ${TAG_HINT}. Without a password the user cannot log in with one.`), form);
     form.addEventListener("submit", async (e) => {
       e.preventDefault();
@@ -121,7 +127,7 @@ export const user = {
       field("Tags", "edit-user-tags", { placeholder: TAG_HINT }),
       field("New password", "edit-user-password", { type: "password", autocomplete: "new-password", placeholder: "unchanged when empty" }),
       h("div", { class: "actions" }, h("button", { type: "submit" }, "Update user"), " ", result));
-    fill(root, h("h1", {}, "User ", h("span", { id: "user-name" }, name)), h("div", { id: "user-details" }),
+    fill(root, tabs("users"), h("h1", {}, "User ", h("span", { id: "user-name" }, name)), h("div", { id: "user-details" }),
       h("h2", {}, "Permissions"), h("div", { id: "permissions-table" }), permissionForm(null),
       h("h2", {}, "Update this user"), form,
       h("h2", {}, "Delete this user"), h("p", {}, button("Delete user", { id: "delete-user", class: "danger" }), " ", h("span", { id: "delete-user-result" })));
@@ -177,7 +183,7 @@ export const vhosts = {
       field("Description", "new-vhost-description"),
       field("Tags", "new-vhost-tags"),
       h("div", { class: "actions" }, h("button", { type: "submit" }, "Add virtual host"), " ", result));
-    fill(root, h("h1", {}, "Virtual hosts"), h("div", { id: "vhosts-table" }), h("h2", {}, "Add a virtual host"), form);
+    fill(root, tabs("vhosts"), h("h1", {}, "Virtual hosts"), h("div", { id: "vhosts-table" }), h("h2", {}, "Add a virtual host"), form);
     form.addEventListener("submit", async (e) => {
       e.preventDefault();
       const body = { description: $(root, "#new-vhost-description").value, tags: $(root, "#new-vhost-tags").value };

@@ -17,10 +17,10 @@ const ROUTES = [
   [/^#\/(?:connections|channels)\/?$/, connections, "connections"],
   [/^#\/connections\/([^/]+)$/, connection, "connections"],
   [/^#\/transactions\/?$/, transactions, "transactions"],
-  [/^#\/users\/?$/, users, "users"],
-  [/^#\/users\/([^/]+)$/, user, "users"],
-  [/^#\/vhosts\/?$/, vhosts, "vhosts"],
-  [/^#\/permissions\/?$/, permissions, "permissions"],
+  [/^#\/users\/?$/, users, "admin"],
+  [/^#\/users\/([^/]+)$/, user, "admin"],
+  [/^#\/vhosts\/?$/, vhosts, "admin"],
+  [/^#\/permissions\/?$/, permissions, "admin"],
   [/^#\/policies\/?$/, policies, "policies"],
 ];
 
@@ -46,7 +46,7 @@ async function refresh() {
   if (!current || !current.view) return;
   const mine = generation;
   try {
-    await current.view.update(page, current.params);
+    await current.view.update(current.root, current.params);
     if (mine === generation) {
       status.textContent = "";
       document.body.dataset.updated = String(Date.now());
@@ -75,7 +75,11 @@ function navigate() {
     fill(page, h("h1", {}, "Not found"), h("p", {}, `No page at ${window.location.hash}.`));
     return;
   }
-  found.view.mount(page, found.params);
+  // Each visit draws into a fresh element: a late answer for the page left draws into a
+  // detached one, never over this page.
+  found.root = h("div", { class: "view" });
+  page.replaceChildren(found.root);
+  found.view.mount(found.root, found.params);
   refresh();
 }
 

@@ -163,8 +163,9 @@ export function chart(series, id, width = 600, height = 120) {
   const max = Math.max(...all, 1);
   const length = Math.max(...series.map((x) => x.values.length), 2);
   const step = width / (length - 1);
+  const top = max * 1.15; // some room above the highest line
   const svg = s("svg", { class: "chart", width: "100%", height, viewBox: `0 0 ${width} ${height}`, preserveAspectRatio: "none" },
-    series.filter((x) => x.values.length > 1).map((x) => s("polyline", { points: points(x.values, step, height, max, 4), stroke: x.color, dataset: { series: x.label } })));
+    series.filter((x) => x.values.length > 1).map((x) => s("polyline", { points: points(x.values, step, height, top, 4), stroke: x.color, dataset: { series: x.label } })));
   const legend = series.map((x) => h("span", { class: "legend" }, h("span", { style: `color:${x.color}` }, "\u25A0"), ` ${x.label} `,
     h("span", { class: "latest", dataset: { series: x.label } }, x.values.length ? `${round1(x.values[x.values.length - 1])}${x.unit || ""}` : "")));
   return h("div", { class: "chart-box", id }, svg, h("div", { class: "muted" }, legend, ` (max ${round1(max)})`));

@@ -42,7 +42,7 @@ export const overview = {
       h("h2", {}, "Node"), h("div", { id: "overview-node" }));
   },
   async update(root) {
-    const [o, connections] = await Promise.all([get("/overview"), get(underVhost("connections"))]);
+    const [o, connections] = await Promise.all([get("/overview"), get("/connections")]);
     const t = o.object_totals || {}, q = o.queue_totals || {}, s = o.message_stats || {};
     const queued = record("overview", { ready: q.messages_ready || 0, unacked: q.messages_unacknowledged || 0 });
     recordRates("overview", s);

@@ -64,7 +64,7 @@ function message(m, i) {
   return h("div", { class: "message" }, h("strong", {}, `Message ${i + 1}`), " ", props([
     ["Exchange", m.exchange || "(AMQP default)"], ["Routing key", m.routing_key],
     ["Redelivered", m.redelivered ? "yes" : "no"], ["Messages left in queue", num(m.message_count)],
-    ["Headers", headerList], ["Properties", json(rest)],
+    ["Headers", headerList], ["Properties", json(rest) || undefined],
     ["Payload", `${num(m.payload_bytes)} bytes, encoding ${m.payload_encoding}`],
   ]), h("pre", { class: "payload" }, m.payload));
 }
@@ -133,7 +133,7 @@ export const queue = {
     fill($(root, "#queue-summary"), h("div", { class: "totals" },
       total("q-ready", "Ready", num(q.messages_ready)), total("q-unacked", "Unacked", num(q.messages_unacknowledged)),
       total("q-messages", "Total", num(q.messages)), total("q-consumers", "Consumers", num(q.consumers)),
-      total("q-depth", "Depth", sparkline(history, 160, 36)),
+      total("q-depth", "Depth", sparkline(history, 110, 36)),
       RATE_SERIES.map(([key, label]) => total(`q-rate-${key}`, label, r(key)))));
     fill($(root, "#queue-rates"), rateChart(queueKey(q), "queue-rate-chart"));
     fill($(root, "#queue-details"), props([
