@@ -267,6 +267,24 @@ def test_a_bad_policy_shows_the_apis_reason(driver, uid) -> None:
     browser.wait_text(driver, "#policy-result", lambda t: t.startswith("400"))
 
 
+# ---------------------------------------------------------------------- exchanges
+def test_add_an_exchange_then_delete_it_from_its_page(driver, api, uid) -> None:
+    browser.goto(driver, "#/exchanges", "#add-exchange")
+    type_into(driver, "new-exchange-name", uid)
+    choose(driver, "new-exchange-type", "topic")
+    browser.click(driver, "#add-exchange button[type='submit']")
+    browser.wait_text(driver, "#add-exchange-result", lambda t: t == "Exchange declared.")
+    declared = api.ok("GET", f"/api/exchanges/%2F/{uid}")
+    assert (declared["type"], declared["durable"]) == ("topic", True)
+
+    browser.click(driver, f"#exchanges a[href='#/exchanges/%2F/{uid}']")
+    browser.wait_text(driver, "#exchange-name", lambda t: t == uid)
+    browser.click(driver, "#delete-exchange")
+    browser.accept_confirm(driver)
+    wait_until(lambda: driver.execute_script("return location.hash") == "#/exchanges", 10)
+    assert status(api, f"/api/exchanges/%2F/{uid}") == 404
+
+
 # ---------------------------------------------------------------------- rate charts
 def steady_traffic(url: str, queue: str, stop: threading.Event) -> None:
     """Publish, get and ack one message every 20 ms until told to stop."""

@@ -64,22 +64,31 @@ function schedule() {
   timer = seconds > 0 ? setInterval(refresh, seconds * 1000) : null;
 }
 
-function navigate() {
+async function navigate() {
   if (!credentials()) return showLogin("");
   generation += 1;
+  const mine = generation;
   const found = route();
   for (const a of document.querySelectorAll("#nav a")) a.classList.toggle("active", a.dataset.page === found.tab);
-  current = found;
+  current = null;
   status.textContent = "";
   if (!found.view) {
     fill(page, h("h1", {}, "Not found"), h("p", {}, `No page at ${window.location.hash}.`));
     return;
   }
+  try {
+    await loadVhosts(); // the selector and the forms' vhost lists as they are now
+  } catch (err) {
+    if (err instanceof AuthError) return showLogin("Login failed");
+    status.textContent = err.message;
+  }
+  if (mine !== generation) return; // navigated on meanwhile
   // Each visit draws into a fresh element: a late answer for the page left draws into a
   // detached one, never over this page.
   found.root = h("div", { class: "view" });
   page.replaceChildren(found.root);
   found.view.mount(found.root, found.params);
+  current = found;
   refresh();
 }
 
@@ -116,7 +125,6 @@ async function start() {
   document.getElementById("who").textContent = `User ${who.name}`;
   // The admin pages' links only for administrators (the API refuses the others anyway).
   document.body.classList.toggle("admin", (who.tags || []).includes("administrator"));
-  await loadVhosts();
   document.getElementById("logout").hidden = false;
   navigate();
 }
