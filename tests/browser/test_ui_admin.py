@@ -123,6 +123,24 @@ def test_add_edit_and_delete_a_user(driver, api, uid) -> None:
     assert status(api, f"/api/users/{uid}") == 404
 
 
+def test_a_monitoring_user_has_no_admin_tab_and_is_refused_there_but_stays_in(
+    driver, api, uid
+) -> None:
+    api.ok("PUT", f"/api/users/{uid}", {"password": "pw", "tags": "monitoring"})
+    try:
+        driver.find_element(By.ID, "logout").click()
+        browser.log_in(driver, api.base, uid, "pw")
+        assert not driver.find_element(By.CSS_SELECTOR, "#nav a[data-page='admin']").is_displayed()
+        browser.goto(driver, "#/users", "#users-table")
+        browser.wait_text(driver, "#status", lambda t: t == "401 Not administrator user")
+        assert driver.find_element(By.ID, "logout").is_displayed()
+    finally:
+        driver.find_element(By.ID, "logout").click()
+        browser.log_in(driver, api.base)
+        Select(driver.find_element(By.ID, "refresh")).select_by_value("2")
+        api.ok("DELETE", f"/api/users/{uid}")
+
+
 # ---------------------------------------------------------------------- permissions
 def test_set_permissions_on_the_user_page_and_clear_them_on_the_permissions_page(
     driver, api, uid

@@ -28,7 +28,6 @@ export async function call(method, path, body) {
     init.body = JSON.stringify(body);
   }
   const response = await fetch(`api${path}`, init);
-  if (response.status === 401) throw new AuthError("Login failed");
   const text = await response.text();
   let data = null;
   try {
@@ -36,6 +35,9 @@ export async function call(method, path, body) {
   } catch (err) {
     data = text;
   }
+  // A refused login ("not_authorized", or no body) asks for another; a refused resource
+  // ("not_authorised": not an administrator, no access to the vhost) is an error on the page.
+  if (response.status === 401 && !(data && data.error === "not_authorised")) throw new AuthError("Login failed");
   if (!response.ok) {
     const reason = data && (data.reason || data.error);
     throw new Error(`${response.status} ${typeof reason === "string" ? reason : JSON.stringify(reason || response.statusText)}`);
