@@ -190,6 +190,7 @@ export const vhosts = {
       try {
         await call("PUT", `/vhosts/${seg($(root, "#new-vhost-name").value)}`, body);
         say(result, true, "Virtual host added.");
+        await loadVhosts(); // the header's selector follows
         await vhosts.update(root);
       } catch (err) { say(result, false, err.message); }
     });
@@ -201,12 +202,12 @@ export const vhosts = {
       try {
         await call("DELETE", `/vhosts/${seg(name)}`);
         say(result, true, "Virtual host deleted.");
+        await loadVhosts(); // the header's selector follows
         await vhosts.update(root);
       } catch (err) { say(result, false, err.message); }
     });
   },
   async update(root) {
-    await loadVhosts(); // the header's selector follows what was added or deleted
     const list = await get(scoped("/vhosts"));
     fill($(root, "#vhosts-table"), table(vhostColumns, Array.isArray(list) ? list : [list], null, "vhosts"));
   },
