@@ -25,6 +25,8 @@ from urllib.parse import quote
 from rabbitish.store.lock import DataDirLock
 from rabbitish.store.schema import CLEAN_STOP, DB_NAME, StoreError, _read_only_uri, _validate
 
+PARTIAL = ".partial"  # the copy's name until it is checked and synced
+
 
 @dataclass(frozen=True, slots=True)
 class BackupResult:
@@ -58,7 +60,7 @@ def backup(data_dir: str | Path, dest: str | Path) -> BackupResult:
         live = True  # held by the running broker: read beside it
     try:
         uri = f"file:{quote(str(source.resolve()))}?mode=ro" if live else _read_only_uri(source)
-        partial = target.with_name(target.name + ".partial")
+        partial = target.with_name(target.name + PARTIAL)
         _remove(partial)
         try:
             _copy(uri, partial, str(source))
@@ -87,7 +89,10 @@ def _prepare_dest(source_dir: Path, dest_dir: Path) -> Path:
         raise StoreError(f"{dest_dir}: the data dir itself; pass a new directory as DEST")
     if dest_dir.exists() and not dest_dir.is_dir():
         raise StoreError(f"{dest_dir}: not a directory; pass a new directory as DEST")
+    # What an interrupted backup left (DEST/rabbitish.db.partial...) is ours to replace.
+    ours = {f"{DB_NAME}{PARTIAL}{suffix}" for suffix in ("", "-journal", "-wal", "-shm")}
     leftovers = sorted(p.name for p in dest_dir.iterdir()) if dest_dir.exists() else []
+    leftovers = [name for name in leftovers if name not in ours]
     if leftovers:
         raise StoreError(
             f"{dest_dir}: not empty ({', '.join(leftovers[:3])}); pass a new or empty directory"

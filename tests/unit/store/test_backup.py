@@ -56,6 +56,15 @@ def test_a_live_database_is_copied_with_its_wal_and_without_an_open_transaction(
     open_database(tmp_path / "copy" / DB_NAME, fsync=False).close()  # a valid data dir
 
 
+def test_what_an_interrupted_backup_left_is_replaced(data, tmp_path):
+    dest = tmp_path / "copy"
+    dest.mkdir()
+    (dest / f"{DB_NAME}.partial").write_bytes(b"half a database")
+    (dest / f"{DB_NAME}.partial-journal").write_bytes(b"x")
+    backup(data, dest)
+    assert sorted(os.listdir(dest)) == [DB_NAME]
+
+
 def test_a_stopped_data_dir_is_copied_as_it_is_and_left_untouched(data, tmp_path):
     conn = sqlite3.connect(db_path(data), isolation_level=None)
     conn.execute("INSERT INTO meta VALUES (?, '1')", (CLEAN_STOP,))
