@@ -256,8 +256,8 @@ def _count(conn: Any, queue: str) -> int:
         ch.close()
 
 
-def _arguments(world: World) -> dict[str, Any]:
-    """Arguments of every type the version's store keeps exactly."""
+def _arguments() -> dict[str, Any]:
+    """Arguments of every type pika sends, which every schema keeps exactly."""
     args: dict[str, Any] = {
         "x-note": "note",
         "x-int": 7,
@@ -364,7 +364,7 @@ def populate(url: str, management_url: str, schema_version: int) -> World:
 
 
 def _wiring(ch: Any, world: World) -> None:
-    args = _arguments(world)
+    args = _arguments()
     world.exchange(ch, "ug.ae", "fanout")
     world.exchange(ch, "ug.dlx", "direct")
     for type_ in ("direct", "fanout", "topic", "headers"):
@@ -635,10 +635,9 @@ def _access(url: str, management_url: str, world: World) -> None:
     world.bind(ch, "ug.q.vh", "ug.x.vh", "#", vhost=ACCESS_VHOST)
     _publish(ch, world, "ug.x.vh", "ug.q.vh", "k", b"in another vhost", vhost=ACCESS_VHOST)
     conn.close()
-    ch_root = pika.BlockingConnection(pika.URLParameters(url))
-    rch = ch_root.channel()
-    world.queue(rch, "ug.q.policy")  # the policy applies to it after the restart too
-    ch_root.close()
+    root = pika.BlockingConnection(pika.URLParameters(url))
+    world.queue(root.channel(), "ug.q.policy")  # the policies apply to it after the restart too
+    root.close()
 
 
 def _held_at_stop(url: str, ch: Any, world: World) -> None:
