@@ -326,3 +326,18 @@ def test_a_newer_schema_is_refused_in_one_line_and_not_modified(name, tmp_path):
         assert "newer rabbitish (schema 99, this one reads up to" in lines[0], lines[0]
         assert str(data / DB_NAME) in lines[0]
         assert _state(data) == before
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_serve_check_loads_each_fixture_without_touching_it(name, tmp_path):
+    """`serve --check` migrates an older schema in a temporary copy: the summary says how the
+    last stop went (inferred from the -wal file for schemas 1 and 2), and not a byte changes."""
+    data, manifest = unpack(name, tmp_path)
+    before = _state(data)
+    result = subprocess.run(
+        [*SERVE, "--data-dir", str(data), "--check"], capture_output=True, text=True, timeout=60
+    )
+    assert result.returncode == 0, result.stderr
+    clean = manifest["stop"] == "clean"
+    assert ("last stop clean" in result.stdout) == clean, result.stdout
+    assert _state(data) == before
