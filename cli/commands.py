@@ -15,7 +15,7 @@ from collections.abc import Callable
 from typing import Annotated, Any
 
 import typer
-from rabbitish.cli import access, admin, render, transactions
+from rabbitish.cli import access, admin, backup, render, transactions
 from rabbitish.cli.client import DEFAULT_URL, REFUSED, Client, CliError, segment
 from rabbitish.cli.output import AsJson, Url, Vhost, VhostOne
 from rabbitish.cli.output import console as _console
@@ -310,3 +310,4 @@ def watch(
 access.register(cli)  # users, permissions, vhosts
 transactions.register(cli)  # tx
 admin.register(cli)  # wait-ready, policies, definitions
+backup.register(cli)  # backup

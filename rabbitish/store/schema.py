@@ -154,6 +154,7 @@ def open_database(path: Path, fsync: bool) -> sqlite3.Connection:
             version = SCHEMA_VERSION
         else:
             version = _validate(path)
+        closed_cleanly = _closed_cleanly(path)  # before connecting makes a -wal file
         conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
     except (sqlite3.Error, OSError) as err:
         raise StoreError(
@@ -164,7 +165,7 @@ def open_database(path: Path, fsync: bool) -> sqlite3.Connection:
         conn.execute("PRAGMA journal_mode=WAL")
         conn.execute(f"PRAGMA synchronous={'FULL' if fsync else 'OFF'}")
         if version < SCHEMA_VERSION:
-            migrate(conn, version)
+            migrate(conn, version, closed_cleanly)
     except sqlite3.Error as err:
         conn.close()
         raise StoreError(f"{path}: cannot be opened ({_reason(err)}); {MOVE_AWAY}") from err
@@ -180,6 +181,7 @@ def read_only_copy(path: Path) -> Iterator[sqlite3.Connection]:
     or, when its schema is older, copied to a temporary file and migrated there, so the data
     dir is never written."""
     version = _validate(path)
+    closed_cleanly = _closed_cleanly(path)
     try:
         conn = sqlite3.connect(
             _read_only_uri(path), uri=True, isolation_level=None, check_same_thread=False
@@ -197,18 +199,29 @@ def read_only_copy(path: Path) -> Iterator[sqlite3.Connection]:
         try:
             conn.backup(copy)
             conn.close()
-            migrate(copy, version)
+            migrate(copy, version, closed_cleanly)
             yield copy
         finally:
             conn.close()
             copy.close()
 
 
+def _closed_cleanly(path: Path) -> bool:
+    """Whether the last process to use the database closed it: SQLite removes the -wal file
+    when the last connection closes, and only then (a kill leaves it, whatever it holds)."""
+    return not Path(f"{path}-wal").exists()
+
+
 def _read_only_uri(path: Path) -> str:
     # Without a -wal file the main file is the whole database: `immutable` reads it without
-    # creating -wal / -shm files or taking locks. A -wal file (left by a crash) must be read too.
-    wal = Path(f"{path}-wal").exists()
-    return f"file:{quote(str(path.resolve()))}?mode=ro" + ("" if wal else "&immutable=1")
+    # creating -wal / -shm files or taking locks. A -wal file (left by a crash) must be read too,
+    # through its -shm index opened read-only (`readonly_shm`: SQLite rebuilds a stale index in
+    # memory), so that reading a data dir it then refuses changes not a byte of it; only a -wal
+    # without its -shm needs the -shm made.
+    uri = f"file:{quote(str(path.resolve()))}?mode=ro"
+    if not Path(f"{path}-wal").exists():
+        return uri + "&immutable=1"
+    return uri + ("&readonly_shm=1" if Path(f"{path}-shm").exists() else "")
 
 
 def _check_dir(data_dir: Path) -> None:
@@ -330,8 +343,13 @@ def _one_line(text: str, limit: int = 200) -> str:
     return joined if len(joined) <= limit else joined[: limit - 3] + "..."
 
 
-def migrate(conn: sqlite3.Connection, version: int) -> None:
-    """Bring an older schema up to date, one version per step, each in one transaction."""
+def migrate(conn: sqlite3.Connection, version: int, closed_cleanly: bool = False) -> None:
+    """Bring an older schema up to date, one version per step, each in one transaction.
+
+    Schemas 1 and 2 had no clean-stop mark (CLEAN_STOP): their brokers stopped by closing the
+    database, which removes its -wal file. `closed_cleanly` (no -wal file was there) sets the
+    mark, so that messages never delivered come back not redelivered, as after any clean
+    stop; with a -wal file left (a crash) every message comes back redelivered."""
     if version < 1:
         raise StoreError(f"schema version {version} is not one this rabbitish can migrate")
     if version < 2:
@@ -340,8 +358,11 @@ def migrate(conn: sqlite3.Connection, version: int) -> None:
         )
     if version < 3:
         # New, empty access tables: the defaults are seeded again (store/access.py).
+        mark = (
+            f"INSERT OR REPLACE INTO meta VALUES ('{CLEAN_STOP}', '1');" if closed_cleanly else ""
+        )
         conn.executescript(
-            f"BEGIN; {ACCESS_DDL} DELETE FROM meta WHERE key = '{ACCESS_SEEDED}'; "
+            f"BEGIN; {ACCESS_DDL} DELETE FROM meta WHERE key = '{ACCESS_SEEDED}'; {mark} "
             "UPDATE meta SET value = '3' WHERE key = 'schema_version'; COMMIT;"
         )
     if version < 4:
