@@ -218,5 +218,5 @@ def vhost_json(
         "name": vhost.name,
         **stats.with_details(bytes_, rate),
         "tags": tags,
-        "tracing": False,
+        "tracing": vhost.tracing,
     }
