@@ -4,14 +4,19 @@ with raw basic.get frames and decode the headers with their types."""
 
 from __future__ import annotations
 
+import contextlib
 import struct
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import quote
 
+import pika
 from pamqp import commands
 
 from rabbitish.engine.message import FieldValue
 from rabbitish.protocol.properties import decode_all, typed_headers
+from tests.support.management import Api
 from tests.support.raw_amqp import RawClient
 
 TRACE_EXCHANGE = "amq.rabbitmq.trace"
@@ -88,3 +93,31 @@ def drain(url: str, queue: str, timeout: float = 5.0) -> list[Traced]:
                     body,
                 )
             )
+
+
+def vhost_url(amqp_url: str, vhost: str) -> str:
+    """The same broker's AMQP URL for another vhost."""
+    base = amqp_url.rsplit("/", 1)[0]
+    return f"{base}/{quote(vhost, safe='')}"
+
+
+@contextlib.contextmanager
+def traced_vhost(api: Api, name: str, queue: str = "firehose") -> Iterator[str]:
+    """A fresh vhost with tracing turned on through the management API (as RabbitMQ's does),
+    guest allowed in, and `queue` bound to its trace exchange with '#'; yields its AMQP URL and
+    deletes the vhost afterwards."""
+    path = f"/api/vhosts/{quote(name, safe='')}"
+    api.ok("PUT", path, {"tracing": True})
+    url = vhost_url(api.amqp_url, name)
+    try:
+        permissions = {"configure": ".*", "write": ".*", "read": ".*"}
+        api.ok("PUT", f"/api/permissions/{quote(name, safe='')}/guest", permissions)
+        connection = pika.BlockingConnection(pika.URLParameters(url))
+        channel = connection.channel()
+        channel.queue_declare(queue)
+        channel.queue_bind(queue, TRACE_EXCHANGE, "#")
+        connection.close()
+        yield url
+    finally:
+        api.call("PUT", path, {"tracing": False})
+        api.call("DELETE", path)
