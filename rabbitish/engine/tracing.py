@@ -14,7 +14,6 @@ publish and deliver paths check."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -27,6 +26,7 @@ from rabbitish.wire_names import NODE_NAME, TRACE_EXCHANGE
 if TYPE_CHECKING:
     from rabbitish.engine.exchanges.base import Exchange
     from rabbitish.engine.queue import Queue
+    from rabbitish.engine.routing import Publisher
 
 # The properties table lists what is set in the reverse of the 0-9-1 field order (RabbitMQ
 # folds over P_basic's fields, prepending).
@@ -102,17 +102,13 @@ def property_table(fields: dict[str, Any]) -> dict[str, FieldValue]:
 
 class Firehose:
     """The tracer of one vhost while tracing is on: it makes the copies and routes them through
-    the vhost's trace exchange to the queues bound to it."""
+    the vhost's trace exchange to the queues bound to it with the vhost's publisher, whose
+    listener (the memory monitor) hears of their bytes as of any publish's."""
 
-    def __init__(
-        self,
-        vhost_name: str,
-        exchange: Exchange,
-        route: Callable[[Exchange, str, Message], list[Queue]],
-    ) -> None:
+    def __init__(self, vhost_name: str, exchange: Exchange, publisher: Publisher) -> None:
         self.vhost_name = vhost_name
         self.exchange = exchange
-        self.route = route
+        self.publisher = publisher
 
     def published(
         self,
@@ -182,5 +178,8 @@ class Firehose:
         copy = codec.new_message(
             TRACE_EXCHANGE, routing_key, codec.from_fields({"headers": headers}), message.body
         )
-        for queue in self.route(self.exchange, routing_key, copy):
+        publisher = self.publisher
+        if publisher.on_published is not None:
+            publisher.on_published(copy.size)
+        for queue in publisher.route(self.exchange, routing_key, copy):
             queue.enqueue(copy)

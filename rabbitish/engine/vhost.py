@@ -79,7 +79,7 @@ class VirtualHost:
         firehose = None
         if on:
             firehose = self.firehose or Firehose(
-                self.name, self.topology.exchanges[TRACE_EXCHANGE], self.publisher.route
+                self.name, self.topology.exchanges[TRACE_EXCHANGE], self.publisher
             )
         self.firehose = self.publisher.firehose = firehose
 

@@ -224,3 +224,13 @@ def test_property_table_lists_properties_in_reverse_field_order_with_rabbitmqs_t
         "content_type": FieldValue("longstr", b"t"),
     }
     assert list(table) == ["timestamp", "delivery_mode", "headers", "content_type"]
+
+
+def test_the_memory_monitor_hears_of_the_copies_bytes(node, vhost):
+    node.set_tracing("/", True)
+    traced(vhost)
+    vhost.declare_queue("q", owner=None)
+    sizes: list[int] = []
+    vhost.on_published = sizes.append
+    vhost.publish("", "q", message(b"12345"), source=PUBLISHER)
+    assert sizes == [5, 5]  # the message, then its copy
