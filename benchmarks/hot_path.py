@@ -7,7 +7,10 @@ did to the broker's own work: (a) pipelined transient publishes to a queue witho
 fed 2,000 messages per call; (b) one publish fed at a time to a queue with a no-ack consumer on
 the same connection, its delivery taken each time (the broker's side of the latency round trip).
 
-    python -m benchmarks.hot_path [--messages 100000] [--rounds 7]
+    python -m benchmarks.hot_path [--messages 100000] [--rounds 7] [--tracing off|on|bound]
+
+`--tracing on` turns the firehose on for the vhost (copies made, bound to nothing); `bound` also
+binds a queue to amq.rabbitmq.trace with '#', as a firehose user does (emptied between rounds).
 """
 
 from __future__ import annotations
@@ -20,17 +23,35 @@ import time
 from pamqp import commands
 
 from benchmarks.wire import message
+from rabbitish.wire_names import TRACE_EXCHANGE
 from tests.unit.harness import Harness
 
 CHUNK = 2000
 
 
-def _harness() -> Harness:
+TRACE_QUEUE = "firehose"
+
+
+def _harness(tracing: str = "off") -> Harness:
     harness = Harness()
     harness.handshake()
     harness.send(1, commands.Channel.Open())
     harness.send(1, commands.Queue.Declare(queue="q"))
+    if tracing != "off":
+        harness.node.set_tracing("/", True)
+    if tracing == "bound":
+        harness.send(1, commands.Queue.Declare(queue=TRACE_QUEUE))
+        harness.send(
+            1, commands.Queue.Bind(queue=TRACE_QUEUE, exchange=TRACE_EXCHANGE, routing_key="#")
+        )
+    harness.frames()
     return harness
+
+
+def _empty_trace_queue(harness: Harness) -> None:
+    queue = harness.node.vhosts["/"].queues.get(TRACE_QUEUE)
+    if queue is not None:
+        queue.purge()
 
 
 def publish_us(harness: Harness, messages: int) -> float:
@@ -40,6 +61,7 @@ def publish_us(harness: Harness, messages: int) -> float:
         harness.conn.receive(data)
     spent = time.process_time() - start
     harness.send(1, commands.Queue.Purge(queue="q"))
+    _empty_trace_queue(harness)
     return spent / (messages // CHUNK * CHUNK) * 1e6
 
 
@@ -49,7 +71,9 @@ def round_trip_us(harness: Harness, messages: int) -> float:
     for _ in range(messages):
         conn.receive(one)
         conn.take_parts()
-    return (time.process_time() - start) / messages * 1e6
+    spent = time.process_time() - start
+    _empty_trace_queue(harness)
+    return spent / messages * 1e6
 
 
 def main() -> None:
@@ -57,8 +81,9 @@ def main() -> None:
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
     parser.add_argument("--messages", type=int, default=100_000)
     parser.add_argument("--rounds", type=int, default=7, help="the median is reported")
+    parser.add_argument("--tracing", choices=("off", "on", "bound"), default="off")
     args = parser.parse_args()
-    harness = _harness()
+    harness = _harness(args.tracing)
     gc.collect()
     gc.freeze()  # as `rabbitish serve` does once started
     gc.set_threshold(10_000)

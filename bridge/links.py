@@ -133,7 +133,9 @@ class IncomingLink(ReceivingLink):
         if isinstance(first.state, TransactionalState):
             self._post(first, first.state, message)
             return
-        self.vhost.publish(self.address.exchange, message.routing_key, message)
+        self.vhost.publish(
+            self.address.exchange, message.routing_key, message, False, None, self.session
+        )
         if not first.settled:
             # An unsettled transfer without a delivery-id breaks the spec; int() refuses it.
             delivery_id = int(first.delivery_id)  # type: ignore[arg-type]
@@ -150,7 +152,13 @@ class IncomingLink(ReceivingLink):
         table = self.session.conn.transactions
         declared = table.lookup(posted.txn_id)
         try:
-            self.vhost.publish(self.address.exchange, message.routing_key, message, tx=declared.tx)
+            self.vhost.publish(
+                self.address.exchange,
+                message.routing_key,
+                message,
+                tx=declared.tx,
+                source=self.session,
+            )
         except AMQPError as err:
             # Refused (the session ends with it): the transaction must not commit without it.
             table.refused(

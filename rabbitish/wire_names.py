@@ -19,6 +19,12 @@ CHECK_COUNT_HEADER = "x-check-count"
 # only where it is announced).
 HALF_TRANSACTIONS_CAPABILITY = "rabbitish.half_transactions"
 
+# RabbitMQ's firehose (engine/tracing.py): every vhost has this exchange; while tracing is on it
+# receives "publish.<exchange>" and "deliver.<queue>" copies of the vhost's messages, which name
+# the node they were traced on.
+TRACE_EXCHANGE = "amq.rabbitmq.trace"
+NODE_NAME = "rabbitish@localhost"
+
 # What the management API and access refusals call the default exchange (whose name is "").
 DEFAULT_EXCHANGE_ALIAS = "amq.default"
 

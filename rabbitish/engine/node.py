@@ -84,6 +84,9 @@ class Node:
         self.alarms = Alarms()  # raised while publishers must wait (engine/alarms.py)
         self.spill: BodyStore | None = None  # where bodies go under memory pressure
         self.on_published: Callable[[int], None] | None = None
+        # The names of the vhosts being traced (engine/tracing.py): a set of names, as RabbitMQ
+        # keeps it, so it outlives a vhost's deletion and never reaches the store.
+        self.traced_vhosts: set[str] = set()
 
     def vhost(self, name: str) -> VirtualHost | None:
         return self.vhosts.get(name)
@@ -95,9 +98,25 @@ class Node:
             )
             self.vhosts[name].spill = self.spill
             self.vhosts[name].on_published = self.on_published
+            self.vhosts[name].set_tracing(name in self.traced_vhosts)
             for listener in self.vhost_listeners:
                 listener(name, self.vhosts[name])
         return self.vhosts[name]
+
+    def set_tracing(self, name: str, on: bool) -> None:
+        """trace_on / trace_off for vhost `name`, which need not exist (RabbitMQ's rabbit_trace
+        start / stop): a vhost of that name created later is traced from the start."""
+        if on:
+            self.traced_vhosts.add(name)
+        else:
+            self.traced_vhosts.discard(name)
+        vhost = self.vhosts.get(name)
+        if vhost is not None:
+            vhost.set_tracing(on)
+
+    def tracing(self, name: str) -> bool:
+        """Whether vhost `name` is traced (the management API's `tracing` field)."""
+        return name in self.traced_vhosts
 
     def vhost_changed(self, name: str) -> None:
         """A vhost's description or tags changed: tell the listeners (the store)."""

@@ -20,6 +20,7 @@ from rabbitish.engine.ready import PriorityReady, ReadyList
 if TYPE_CHECKING:
     from rabbitish.engine.journal import Journal
     from rabbitish.engine.resources import BodyStore
+    from rabbitish.engine.tracing import Firehose, TraceSource
 
 
 SPILL_AFTER = 64  # ready messages kept in memory per queue under memory pressure
@@ -53,6 +54,11 @@ class QueueHost(Protocol):
 
     @property
     def spill(self) -> BodyStore | None: ...
+
+    @property
+    def firehose(self) -> Firehose | None:
+        """The vhost's tracer while tracing is on (engine/tracing.py): deliveries are traced."""
+        ...
 
     def settled(self, queue: Queue, entry: QueueEntry) -> None:
         """`entry` left `queue` for good (acked, dropped, purged)."""
@@ -440,12 +446,15 @@ class Queue:
             delivery.settled = True
             consumer.delivered(delivery)
             self.vhost.settled(self, entry)
-            return
-        if entry.delivery_count == 1:
-            self.vhost.journal.message_delivered(self, entry)
-        self.outstanding.add(delivery)
-        consumer.unsettled += 1
-        consumer.delivered(delivery)
+        else:
+            if entry.delivery_count == 1:
+                self.vhost.journal.message_delivered(self, entry)
+            self.outstanding.add(delivery)
+            consumer.unsettled += 1
+            consumer.delivered(delivery)
+        firehose = self.vhost.firehose
+        if firehose is not None:  # traced once on the wire, as RabbitMQ's channel does
+            firehose.delivered(consumer.session, self.name, entry.message, entry.delivery_count > 1)
 
     def _take(self) -> QueueEntry | None:
         """Pop the head, dead-lettering expired messages on the way."""
@@ -487,9 +496,10 @@ class Queue:
             self._arm_ttl()
         return taken
 
-    def get(self, settled: bool) -> Delivery | None:
+    def get(self, settled: bool, source: TraceSource | None = None) -> Delivery | None:
         """basic.get: a delivery of the head message, or None when empty. A `settled` one (0-9-1
-        no-ack) has left the queue already."""
+        no-ack) has left the queue already. While the vhost is traced the delivery is traced,
+        naming `source` (the taker's session) as who received it."""
         self.touch()
         entry = self._take()
         stats = self.stats
@@ -509,6 +519,9 @@ class Queue:
             if entry.delivery_count == 1:
                 self.vhost.journal.message_delivered(self, entry)
             self.outstanding.add(delivery)
+        firehose = self.vhost.firehose
+        if firehose is not None:
+            firehose.delivered(source, self.name, entry.message, entry.delivery_count > 1)
         return delivery
 
     # ------------------------------------------------------------------ settlement

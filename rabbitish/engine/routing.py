@@ -21,6 +21,7 @@ from rabbitish.engine.reply_to import REPLY_TO, check_decodable, is_reply_to_add
 from rabbitish.wire_names import TXN_EXCHANGE
 
 if TYPE_CHECKING:
+    from rabbitish.engine.tracing import Firehose, TraceSource
     from rabbitish.engine.transactions import Transaction
 
 
@@ -56,6 +57,8 @@ class Publisher:
         self.publishes = 0  # publish calls so far: a front end tells a publishing connection by it
         # Who hears of published bytes (the memory monitor samples after enough of them).
         self.on_published: Callable[[int], None] | None = None
+        # The vhost's tracer while tracing is on (engine/tracing.py; set by the vhost).
+        self.firehose: Firehose | None = None
 
     def _rs(self, kind: str, name: str) -> str:
         return resource_text(kind, name, self.vhost_name)
@@ -68,12 +71,15 @@ class Publisher:
         message: Message,
         mandatory: bool = False,
         tx: Transaction | None = None,
+        source: TraceSource | None = None,
     ) -> PublishResult:
         """The one publish entry point of every front end: routing (CC/BCC, exchange-to-exchange
         bindings, alternate exchanges), direct reply-to, x-overflow reject-publish and the
         mandatory outcome. In a transaction the queues are resolved now and the work is staged;
         a mandatory return then happens at commit. A half message (x-half-txn) is routed, then
-        held invisible; a publish to amq.rabbitish.txn decides one (engine/half.py)."""
+        held invisible; a publish to amq.rabbitish.txn decides one (engine/half.py). While the
+        vhost is traced, the publish is traced once routed, before any queue has the message,
+        naming `source` (the publisher's session) as who published it."""
         self.publishes += 1
         if self.on_published is not None:
             self.on_published(message.size)
@@ -98,6 +104,8 @@ class Publisher:
             else:
                 queues = self.route(exchange, routing_key, message)
                 exchange.published_out += len(queues)
+        if self.firehose is not None:
+            self.firehose.published(source, exchange, routing_key, message, queues)
         if tx is not None:
             tx.stage_publish(message, queues, mandatory, effect)
             return PublishResult(bool(queues), True, False)

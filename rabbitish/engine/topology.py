@@ -29,14 +29,18 @@ from rabbitish.engine.queue_args import (
     python_type_name,
     validate_queue_arguments,
 )
-from rabbitish.wire_names import TXN_EXCHANGE
+from rabbitish.wire_names import TRACE_EXCHANGE, TXN_EXCHANGE
 
+# Every vhost's exchanges from the start, as RabbitMQ's rabbit_vhost declares them: (name, type,
+# internal). amq.rabbitmq.trace receives the firehose (engine/tracing.py); clients may bind to
+# it but not publish to it.
 PREDECLARED = (
-    ("amq.direct", "direct"),
-    ("amq.fanout", "fanout"),
-    ("amq.topic", "topic"),
-    ("amq.headers", "headers"),
-    ("amq.match", "headers"),
+    ("amq.direct", "direct", False),
+    ("amq.fanout", "fanout", False),
+    ("amq.topic", "topic", False),
+    ("amq.headers", "headers", False),
+    ("amq.match", "headers", False),
+    (TRACE_EXCHANGE, "topic", True),
 )
 DEFAULT_EXCHANGE_DENIED = "operation not permitted on the default exchange"
 
@@ -76,8 +80,10 @@ class Topology:
         self.deleted_queue_stats = dict.fromkeys(STAT_NAMES, 0)
         self.churn = {"queue_declared": 0, "queue_created": 0, "queue_deleted": 0}
         self.exchanges[""] = DefaultExchange(self.vhost_name, self.queues)
-        for name, type_ in PREDECLARED:
-            self.exchanges[name] = exchange_type(type_)(self.vhost_name, name, durable=True)
+        for name, type_, internal in PREDECLARED:
+            self.exchanges[name] = exchange_type(type_)(
+                self.vhost_name, name, durable=True, internal=internal
+            )
         self.exchanges[TXN_EXCHANGE] = DecisionExchange(self.vhost_name, TXN_EXCHANGE, durable=True)
 
     def _rs(self, kind: str, name: str) -> str:

@@ -22,6 +22,8 @@ from rabbitish.engine.queue import Queue
 from rabbitish.engine.resources import BodyStore
 from rabbitish.engine.routing import Publisher
 from rabbitish.engine.topology import Topology
+from rabbitish.engine.tracing import Firehose
+from rabbitish.wire_names import TRACE_EXCHANGE
 
 
 class VirtualHost:
@@ -45,6 +47,9 @@ class VirtualHost:
             name, topology.exchanges, topology.queues, self.half, self.settled
         )
         self.policies = VhostPolicies(self)
+        # The tracer while tracing is on (engine/tracing.py), else None: the publisher and the
+        # queues check it on every publish and delivery, so it is a plain attribute of both.
+        self.firehose: Firehose | None = None
 
         # The topology's entry points (declare, delete, bind; recovery's recover_*).
         self.exchange = topology.exchange
@@ -68,6 +73,19 @@ class VirtualHost:
         self.route = publisher.route
         self.reply_to_exists = publisher.reply_to_exists
         self.dead_letter = publisher.dead_letter
+
+    def set_tracing(self, on: bool) -> None:
+        """Start or stop the firehose (the node decides, by name: `Node.set_tracing`)."""
+        firehose = None
+        if on:
+            firehose = self.firehose or Firehose(
+                self.name, self.topology.exchanges[TRACE_EXCHANGE], self.publisher
+            )
+        self.firehose = self.publisher.firehose = firehose
+
+    @property
+    def tracing(self) -> bool:
+        return self.firehose is not None
 
     def rs(self, kind: str, name: str) -> str:
         """RabbitMQ's resource rendering: ``queue 'q' in vhost '/'``."""

@@ -141,6 +141,7 @@ class AccessApi:
 
     # ------------------------------------------------------------------ vhosts
     def put_vhost(self, name: str, body: dict[str, Any]) -> int:
+        tracing = tracing_flag(body)
         existed = name in self.node.vhosts
         vhost = self.node.add_vhost(name)
         if "description" in body or not existed:
@@ -148,11 +149,32 @@ class AccessApi:
         if "tags" in body or not existed:
             vhost.tags = _tags(body)
         self.node.vhost_changed(name)
+        if tracing is not None:
+            self.node.set_tracing(name, tracing)
         return 204 if existed else 201
 
     def delete_vhost(self, name: str) -> None:
         if self.node.delete_vhost(name) is None:
             raise not_found()
+
+    # ------------------------------------------------------------------ tracing
+    def set_tracing(self, name: str, on: bool) -> None:
+        """rabbitmqctl's trace_on / trace_off (rabbitish's `/api/tracing/{vhost}`): as RabbitMQ,
+        for any vhost name, existing or not, and without creating it."""
+        self.node.set_tracing(name, on)
+
+
+def tracing_flag(body: dict[str, Any]) -> bool | None:
+    """A vhost PUT's `tracing`: true / false (or those words), None when absent; anything else
+    is refused before the vhost is touched, as RabbitMQ's parse_bool refuses it."""
+    if "tracing" not in body:
+        return None
+    value = body["tracing"]
+    if isinstance(value, bool):
+        return value
+    if value in ("true", "false"):
+        return value == "true"
+    raise bad_request(["not_boolean", value])
 
 
 def admin_only(user: User) -> None:

@@ -234,7 +234,7 @@ class Api(ClientsApi):
             queue = vhost_obj.queue(name, None)
         except AMQPError as err:
             raise errors.from_channel(err) from None
-        return messages.get_messages(queue, count, ackmode, encoding, truncate)
+        return messages.get_messages(queue, count, ackmode, encoding, truncate, user.name)
 
     # ------------------------------------------------------------------ exchanges
     def list_exchanges(self, user: User, vhost: str | None = None) -> list[dict[str, Any]]:

@@ -179,8 +179,11 @@ def _queue(node: Node, item: dict[str, Any]) -> None:
 
 def _exchange(node: Node, item: dict[str, Any]) -> None:
     vhost = _vhost(node, str(item.get("vhost")))
+    name = str(item["name"])
+    if name == "" or name.startswith("amq."):
+        return  # RabbitMQ skips the default exchange and amq.* ones (amq.rabbitmq.trace...)
     vhost.declare_exchange(
-        str(item["name"]),
+        name,
         str(item.get("type") or "direct"),
         durable=bool(item.get("durable", True)),
         auto_delete=bool(item.get("auto_delete", False)),
@@ -209,6 +212,11 @@ def _vhost_item(node: Node, item: dict[str, Any]) -> None:
     vhost.description = str(metadata.get("description", item.get("description", "")) or "")
     vhost.tags = parse_tags(metadata.get("tags", item.get("tags")) or ())
     node.vhost_changed(name)
+    if "tracing" in item:  # RabbitMQ's put_vhost: true or false, anything else fails after
+        tracing = item["tracing"]
+        if not isinstance(tracing, bool):
+            raise bad_request(["case_clause", tracing])
+        node.set_tracing(name, tracing)
 
 
 Step = tuple[str, Callable[..., None]]

@@ -15,13 +15,14 @@ from urllib.parse import quote_plus
 
 from rabbitish.management import stats
 from rabbitish.management.rates import Rates
+from rabbitish.wire_names import NODE_NAME
 
 if TYPE_CHECKING:
     from rabbitish.engine.exchanges.base import Binding, Exchange
     from rabbitish.engine.queue import Queue
     from rabbitish.engine.vhost import VirtualHost
 
-NODE = "rabbitish@localhost"
+NODE = NODE_NAME  # the node every answer names (and traces: engine/tracing.py)
 # The RabbitMQ version the AMQP handshake advertises (protocol.connection); tools compare it.
 RABBITMQ_VERSION = "3.13.7"
 EXCHANGE_TYPES = {
@@ -218,5 +219,5 @@ def vhost_json(
         "name": vhost.name,
         **stats.with_details(bytes_, rate),
         "tags": tags,
-        "tracing": False,
+        "tracing": vhost.tracing,
     }

@@ -6,19 +6,31 @@ from __future__ import annotations
 
 import base64
 import binascii
+import itertools
 from typing import TYPE_CHECKING, Any
 
 from rabbitish.engine.delivery import Outcome, settle
 from rabbitish.engine.errors import precondition_failed
 from rabbitish.engine.message import Message, PropertyCodec, PropertyError
+from rabbitish.engine.tracing import TraceOrigin
 from rabbitish.management.errors import bad_request
 from rabbitish.management.format import jsonable
+from rabbitish.wire_names import NODE_NAME
 
 if TYPE_CHECKING:
     from rabbitish.engine.queue import Queue
     from rabbitish.engine.vhost import VirtualHost
 
 ACKMODES = ("ack_requeue_true", "reject_requeue_true", "ack_requeue_false", "reject_requeue_false")
+_requests = itertools.count(1)
+
+
+def request_origin(user: str) -> TraceOrigin:
+    """Who a get or publish over HTTP was, in a trace: RabbitMQ's management plugin opens a
+    direct connection per request, named by its Erlang process id, and uses its channel 1."""
+    return TraceOrigin(f"<{NODE_NAME}.1.{next(_requests)}.0>", 1, user)
+
+
 _OUTCOMES = {
     "ack_requeue_true": Outcome.REQUEUE,
     "reject_requeue_true": Outcome.REQUEUE,
@@ -29,13 +41,14 @@ _OUTCOMES = {
 
 # ---------------------------------------------------------------------- get
 def get_messages(
-    queue: Queue, count: int, ackmode: str, encoding: str, truncate: int | None
+    queue: Queue, count: int, ackmode: str, encoding: str, truncate: int | None, user: str = ""
 ) -> list[dict[str, Any]]:
     """Take up to `count` messages, render them, then settle them all as `ackmode` says."""
     taken = []
     rendered = []
+    origin = request_origin(user)
     for _ in range(max(count, 0)):
-        delivery = queue.get(settled=False)
+        delivery = queue.get(False, origin)
         if delivery is None:
             break
         taken.append(delivery)
@@ -102,7 +115,7 @@ def publish(
             f"user_id property set to '{user_id}' but authenticated user was '{user}'"
         )
     message = codec.new_message(exchange_name, routing_key, raw, payload)
-    return vhost.publish(exchange, routing_key, message).routed
+    return vhost.publish(exchange, routing_key, message, source=request_origin(user)).routed
 
 
 def decode_payload(payload: Any, encoding: Any) -> bytes:

@@ -231,6 +231,13 @@ class ManagementServer:
             ),
             ("PUT", "/api/vhosts/{vhost}", lambda r, b: access.put_vhost(r["vhost"], b), 0),
             ("DELETE", "/api/vhosts/{vhost}", self._delete_vhost(access), 204),
+            ("PUT", "/api/tracing/{vhost}", lambda r, b: access.set_tracing(r["vhost"], True), 204),
+            (
+                "DELETE",
+                "/api/tracing/{vhost}",
+                lambda r, b: access.set_tracing(r["vhost"], False),
+                204,
+            ),
         ]
         for method, path, fn, status in routes:
             app.router.add_route(method, path, self._admin(fn, status))

@@ -80,7 +80,7 @@ def publish(
         confirms = ch.confirms
         confirms.published += 1
         seq = confirms.published
-    result = vhost.publish(exchange, routing_key, message, mandatory, ch.tx)
+    result = vhost.publish(exchange, routing_key, message, mandatory, ch.tx, ch.session)
     stats = ch.stats
     stats["publish"] += 1
     if not result.routed:
@@ -263,7 +263,7 @@ def basic_cancel(ch: Channel, method: commands.Basic.Cancel, payload: bytes) -> 
 
 def basic_get(ch: Channel, method: commands.Basic.Get, payload: bytes) -> None:
     queue = queue_for(ch, method.queue, "read")
-    delivery = queue.get(settled=method.no_ack)
+    delivery = queue.get(method.no_ack, ch.session)
     stats = ch.stats
     if delivery is None:
         stats["get_empty"] += 1

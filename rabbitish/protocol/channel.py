@@ -20,7 +20,7 @@ from rabbitish.engine.errors import (
     precondition_failed,
     syntax_error,
 )
-from rabbitish.engine.sessions import SessionView
+from rabbitish.engine.sessions import SessionRef, SessionView
 from rabbitish.engine.transactions import Transaction
 from rabbitish.protocol import outgoing
 from rabbitish.protocol.ack_timeout import AckTimeout
@@ -72,6 +72,9 @@ class Channel:
         self.id = channel_id
         assert conn.vhost is not None
         self.vhost = conn.vhost
+        # The channel as the engine names it: its consumers' session, and who published or
+        # received a message in a trace (engine/tracing.py).
+        self.session = SessionRef(conn, channel_id, conn.user)
         self.state = _OPEN  # states.py; closing, closed and commit_in_progress read it
         self.routes = routes  # method index -> handler (protocol.dispatch)
         self.mode: str | None = None  # None, "confirm" or "tx"

@@ -7,7 +7,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from rabbitish.engine.consumer import UNLIMITED, Consumer
-from rabbitish.engine.sessions import SessionRef
 from rabbitish.protocol.outgoing import shortstr
 
 if TYPE_CHECKING:
@@ -74,7 +73,7 @@ class Consumer091(Consumer):
             settled_on_delivery=no_ack,
             exclusive=exclusive,
             arguments=arguments,
-            session=SessionRef(channel.conn, channel.id, channel.conn.user),
+            session=channel.session,
             prefetch=prefetch,
         )
         self.channel = channel

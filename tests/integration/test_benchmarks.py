@@ -7,6 +7,8 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
+
 from benchmarks.report import SCENARIOS
 from tests.support.broker_process import BrokerProcess
 
@@ -32,8 +34,10 @@ def test_compare_mode_starts_rabbitish_with_the_serve_args_given() -> None:
         assert f"| {scenario} |" in done.stdout
 
 
-def test_hot_path_benchmark_runs() -> None:
+@pytest.mark.parametrize("tracing", ["off", "bound"])
+def test_hot_path_benchmark_runs(tracing: str) -> None:
     argv = [sys.executable, "-m", "benchmarks.hot_path", "--messages", "4000", "--rounds", "1"]
+    argv += ["--tracing", tracing]
     done = subprocess.run(argv, capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     assert "| pipelined publish |" in done.stdout

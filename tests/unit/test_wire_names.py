@@ -84,6 +84,8 @@ def test_the_names_are_those_on_the_wire():
     assert wire_names.CHECK_COUNT_HEADER == "x-check-count"
     assert wire_names.HALF_TRANSACTIONS_CAPABILITY == "rabbitish.half_transactions"
     assert wire_names.DEFAULT_EXCHANGE_ALIAS == "amq.default"
+    assert wire_names.TRACE_EXCHANGE == "amq.rabbitmq.trace"
+    assert wire_names.NODE_NAME == "rabbitish@localhost"
 
 
 @pytest.mark.parametrize("name", CLIENT_MODULES + SPARK_MODULES)

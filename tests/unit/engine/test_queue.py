@@ -15,6 +15,7 @@ from rabbitish.engine.journal import Journal, NullJournal
 from rabbitish.engine.message import Message, QueueEntry
 from rabbitish.engine.queue import SPILL_AFTER, Queue
 from rabbitish.engine.resources import BodyStore
+from rabbitish.engine.tracing import Firehose
 from tests.support.engine import Taker, message
 
 
@@ -46,6 +47,7 @@ class RecordingHost:
         self.recording = RecordingJournal()
         self.journal: Journal = self.recording
         self.spill: BodyStore | None = None
+        self.firehose: Firehose | None = None  # not traced
         self.settlements: list[tuple[str, bytes]] = []
         self.dead: list[tuple[str, list[bytes], str]] = []
         self.deleted: list[Queue] = []

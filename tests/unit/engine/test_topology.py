@@ -16,6 +16,7 @@ from rabbitish.engine.message import QueueEntry
 from rabbitish.engine.queue import Queue
 from rabbitish.engine.resources import BodyStore
 from rabbitish.engine.topology import Topology
+from rabbitish.engine.tracing import Firehose
 from tests.support.engine import message
 
 
@@ -61,6 +62,7 @@ class RecordingHost:
         self.recording = RecordingJournal()
         self.journal: Journal = self.recording
         self.spill: BodyStore | None = None
+        self.firehose: Firehose | None = None  # not traced
         self.scheduler: Scheduler = ManualScheduler()
         self.policies = RecordingPolicies()
         self.deleted: list[Queue] = []
@@ -103,6 +105,7 @@ def test_a_new_topology_has_the_default_predeclared_and_decision_exchanges(topol
         "amq.headers",
         "amq.match",
         "amq.rabbitish.txn",
+        "amq.rabbitmq.trace",
         "amq.topic",
     ]
     assert all(e.vhost == "vh" for e in topology.exchanges.values())
