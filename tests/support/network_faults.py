@@ -27,6 +27,12 @@ DETECTED = 4 * HEARTBEAT + 5  # longest wait for the broker to notice a vanished
 FULL_MATRIX = os.environ.get("RABBITISH_NETFAULTS") == "full"
 
 
+def answered(action: Any) -> bool:
+    """Whether the client still gets its answer through this fault: a trickle, or a stall the
+    heartbeat does not notice (a longer one gets the peer dropped)."""
+    return action.kind == "trickle" or (action.kind == "stall" and action.seconds < HEARTBEAT)
+
+
 def pick(cases: dict[str, Any], default: tuple[str, ...]) -> list[str]:
     """The case names to run: `default` in the suite, all of them with RABBITISH_NETFAULTS=full."""
     return list(cases) if FULL_MATRIX else list(default)
@@ -121,7 +127,9 @@ def run_faulted(
     if not fault.fired_within(DETECTED):
         seen = run.join()
         raise AssertionError(f"the fault never fired; the client saw {seen}")
-    if fault.action.kind == "vanish":
+    if fault.action.kind == "vanish" or (
+        fault.action.kind == "stall" and not answered(fault.action)
+    ):
         wait_released(broker, api)
         proxy.abort_all()
     seen = run.join()
