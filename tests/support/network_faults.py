@@ -39,10 +39,10 @@ def pick(cases: dict[str, Any], default: tuple[str, ...]) -> list[str]:
 
 
 @contextmanager
-def faulty_broker(data_dir: Path) -> Iterator[tuple[Broker, Api]]:
+def faulty_broker(data_dir: Path, heartbeat: int = HEARTBEAT) -> Iterator[tuple[Broker, Api]]:
     """A broker on a real data dir (commit-ok and confirms wait for the disk) with short
     heartbeats / idle time-outs, and its management API."""
-    with running_broker(management=True, data_dir=str(data_dir), heartbeat=HEARTBEAT) as broker:
+    with running_broker(management=True, data_dir=str(data_dir), heartbeat=heartbeat) as broker:
         base = management_url(broker)
         _credentials, host = base.split("://", 1)[1].rsplit("@", 1)
         yield broker, Api(broker.url, f"http://{host}", "rabbitish")
