@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 SPARK_STAMP := $(VENV)/.spark-installed
 
-.PHONY: run test lint typecheck setup spark clean compat bench screenshots fuzz crash-prepared
+.PHONY: run test lint typecheck setup spark clean compat bench screenshots fuzz crash-prepared netfaults
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -55,6 +55,12 @@ fuzz: $(STAMP)
 # PREPARED_KILLS rounds here, default 100; RABBITISH_CRASH_SEED picks another sequence).
 crash-prepared: $(STAMP)
 	RABBITISH_PREPARED_KILLS=$${PREPARED_KILLS:-100} $(BIN)/pytest -q tests/e2e/test_prepared_crash.py
+
+# Every broken-network case: each fault of the proxy (stall, cut, trickle, vanish) at each point of
+# 0-9-1 transactions, confirms and half decisions and 1.0 transfers and discharges (the suite runs
+# a few of them; docs/reliability.md#broken-networks).
+netfaults: $(STAMP)
+	RABBITISH_NETFAULTS=full $(BIN)/pytest -q tests/integration/test_network_faults.py tests/bridge/test_amqp10_network_faults.py
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

@@ -6,9 +6,9 @@ writes and reads; a count that did not move since the previous tick means silenc
 0-9-1 follows RabbitMQ: a heartbeat every heartbeat/2 seconds in which nothing else was sent
 (the first tick always sends), and a peer silent for two checks in a row (heartbeat seconds
 apart) is dropped. 1.0 follows its spec's idle time-outs: an empty frame whenever we were
-silent for half the peer's idle-time-out, and a peer silent for one whole idle-time-out of
-ours is closed. Under a resource alarm reading stops, so a blocked peer never counts as
-silent."""
+silent for half the peer's idle-time-out, and a peer silent for two checks in a row (our
+idle-time-out apart) is closed: the spec has a peer announce half its real threshold. Under a
+resource alarm reading stops, so a blocked peer never counts as silent."""
 
 from __future__ import annotations
 

@@ -1,8 +1,11 @@
 """Moves bytes between a socket and a sans-IO AMQP 1.0 connection (rabbitish.bridge): reads feed
 it, its output is written once per loop turn, and the idle time-outs are kept both ways: an
 empty frame goes out whenever we were silent for half the peer's idle-time-out, and a peer
-silent for our whole idle-time-out is closed with amqp:resource-limit-exceeded. Under a resource
-alarm a connection that sent a transfer is read no more until the alarms clear
+silent for two of our idle-time-outs is closed with amqp:resource-limit-exceeded (the spec asks
+a peer to announce half its real threshold, and clients such as qpid-proton send at about the
+announced interval, so closing after one would drop live peers). A silent peer that does not
+read either (half-open: gone without a FIN) is aborted rather than left holding the socket.
+Under a resource alarm a connection that sent a transfer is read no more until the alarms clear
 (socket_protocol.py), as 0-9-1 publishers are."""
 
 from __future__ import annotations
@@ -46,7 +49,7 @@ class Amqp10ServerProtocol(SocketProtocol):
                 send_every=conn.remote_idle_timeout_ms / 2000,
                 first_tick_sends=False,
                 check_every=conn.idle_timeout_ms / 1000,
-                silent_checks=1,
+                silent_checks=2,
             )
 
     def _flush(self) -> None:
@@ -64,6 +67,9 @@ class Amqp10ServerProtocol(SocketProtocol):
         log.warning("AMQP 1.0 client %s idle for %s ms", conn.peer, conn.idle_timeout_ms)
         conn.idle_timed_out()
         self._flush()
+        transport = self.transport
+        if transport is not None and transport.get_write_buffer_size():
+            self._abort()  # it reads nothing either: the close would never be taken
 
     def force_close(self, reply_code: int, text: str) -> None:
         conn = self.conn

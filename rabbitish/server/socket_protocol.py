@@ -28,6 +28,8 @@ from rabbitish.engine.sessions import SocketStats
 from rabbitish.frontend.heartbeats import IdleCheck, SendCheck
 from rabbitish.tls import COMMON_NAME, certificate_user
 
+FLUSH_ON_CLOSE = 30.0  # seconds a closing socket's output may take (RabbitMQ's ?CLOSING_TIMEOUT)
+
 
 def peer_info(transport: asyncio.BaseTransport, login_from: str = COMMON_NAME) -> Peer:
     """The client's address and, on a TLS socket, the user its certificate names (only a
@@ -237,8 +239,13 @@ class SocketProtocol(asyncio.Protocol):
                 self._schedule_flush()
 
     def _close_transport(self) -> None:
-        if self.transport is not None and not self.transport.is_closing():
-            self.transport.close()
+        transport = self.transport
+        if transport is not None and not transport.is_closing():
+            transport.close()
+            if transport.get_write_buffer_size():
+                # asyncio closes once the output is written: a peer that takes none of it
+                # (gone without a FIN) would hold the socket for good.
+                self._later("flush-on-close", FLUSH_ON_CLOSE, self._abort)
 
     def _abort(self) -> None:
         if self.transport is not None:
