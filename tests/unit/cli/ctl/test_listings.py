@@ -1,0 +1,43 @@
+"""The list verbs' info items read off the management API's JSON."""
+
+from __future__ import annotations
+
+from rabbitish.cli.ctl.listings import BROKER_NODE, LISTINGS, connection_pid
+
+from rabbitish.management.format import NODE
+
+
+def test_the_node_name_is_the_one_the_api_reports():
+    assert BROKER_NODE == NODE
+
+
+def test_pids_are_stable_and_close_connection_can_match_them():
+    name = "127.0.0.1:5000 -> 127.0.0.1:5672"
+    assert connection_pid(name) == connection_pid(name)
+    assert connection_pid(name).text.startswith(f"<{NODE}.1.")
+    channel = {"connection_details": {"name": name}, "number": 3}
+    pid = LISTINGS["list_channels"].items["connection"](channel)
+    assert pid == connection_pid(name)
+
+
+def test_items_as_rabbitmqctl_prints_them():
+    bindings = LISTINGS["list_bindings"]
+    binding = {
+        "source": "ex",
+        "destination": "q",
+        "destination_type": "queue",
+        "routing_key": "",
+        "arguments": {"x-match": "all", "k": "v"},
+    }
+    assert bindings.row(binding, ["source_kind", "arguments"]) == [
+        "exchange",
+        {"k": "v", "x-match": "all"},  # sorted by key, as RabbitMQ stores them
+    ]
+    vhosts = LISTINGS["list_vhosts"]
+    made = {"name": "v1", "description": "", "tags": []}
+    default = {"name": "/", "description": "Default virtual host", "tags": []}
+    assert [vhosts.row(v, ["tags"]) for v in (made, default)] == [[""], [[]]]
+    policy = {"definition": {"message-ttl": 1, "alternate-exchange": "ae"}}
+    assert LISTINGS["list_policies"].items["definition"](policy) == (
+        '{"alternate-exchange":"ae","message-ttl":1}'
+    )
