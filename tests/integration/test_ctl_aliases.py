@@ -1,43 +1,27 @@
-"""The `rabbitmqctl` and `rabbitmq-diagnostics` commands of `rabbitish[ctl-aliases]`: the sibling
-distribution in packages/rabbitish-ctl-aliases is installed as pip installs it (into a folder
-of its own, so the commands never shadow a real RabbitMQ's for the rest of the suite) and its
-commands run against a broker, as do `rabbitish ctl` and `python -m rabbitish diagnostics`."""
+"""The `rabbitmqctl` and `rabbitmq-diagnostics` commands of `rabbitish[ctl-aliases]` (installed by
+tests/support/ctl_aliases.py) run against a broker, as do `rabbitish ctl` and
+`python -m rabbitish diagnostics`."""
 
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 import tomllib
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from tests.support.ctl_aliases import ALIASES, ROOT, install_aliases
 from tests.support.ports import ReservedPort
 
-ROOT = Path(__file__).resolve().parents[2]
-ALIASES = ROOT / "packages" / "rabbitish-ctl-aliases"
 RABBITISH = Path(sys.executable).parent / "rabbitish"
 
 
 @pytest.fixture(scope="module")
-def aliases(tmp_path_factory) -> Iterator[Path]:
+def aliases(tmp_path_factory) -> Path:
     """The folder pip put the two commands in."""
-    work = tmp_path_factory.mktemp("aliases")
-    source = work / "source"
-    shutil.copytree(ALIASES, source)  # pip builds in place: keep the checkout clean
-    target = work / "installed"
-    pip = [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation"]
-    done = subprocess.run(
-        [*pip, "--no-index", "--target", str(target), str(source)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert done.returncode == 0, done.stderr
-    yield target / "bin"
+    return install_aliases(tmp_path_factory.mktemp("aliases"))
 
 
 def _run(command: list[str], url: str) -> subprocess.CompletedProcess[str]:
