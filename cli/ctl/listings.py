@@ -79,9 +79,11 @@ def _cluster_state(vhost: dict[str, Any]) -> Rendered:
 
 
 def _vhost_tags(vhost: dict[str, Any]) -> Any:
-    """RabbitMQ prints no tags at all (not `[]`) for a vhost made without metadata."""
+    """RabbitMQ 3.10's `add_vhost --tags a,b` keeps the text as given and prints it so ("" for
+    none); the default vhost's tags are a list ("[]"). The API keeps only the list, so every
+    vhost but / prints as one made by rabbitmqctl."""
     tags = vhost.get("tags") or []
-    return tags if tags or vhost.get("description") else ""
+    return tags if vhost.get("name") == "/" else ",".join(tags)
 
 
 def _definition(policy: dict[str, Any]) -> str:
@@ -225,7 +227,9 @@ VHOST_ITEMS: dict[str, Item] = {
     "name": _same("name"),
     "description": lambda v: v.get("description") or "",
     "tags": _vhost_tags,
-    "default_queue_type": lambda v: v.get("default_queue_type") or "undefined",
+    # rabbitish keeps no default queue type (the API answers "classic" for every vhost); a
+    # RabbitMQ vhost made without one prints `undefined`
+    "default_queue_type": lambda _v: "undefined",
     "tracing": lambda v: bool(v.get("tracing")),
     "cluster_state": _cluster_state,
 }
@@ -252,6 +256,27 @@ POLICY_ITEMS: dict[str, Item] = {
 }
 
 
+def _binding_order(bindings: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """RabbitMQ lists the default exchange's bindings first (in its queues' order), then the
+    others in its route table's order: source, routing key, destination kind and name."""
+    implicit = [b for b in bindings if b.get("source") == ""]
+    explicit = sorted(
+        (b for b in bindings if b.get("source") != ""),
+        key=lambda b: (
+            b.get("source", ""),
+            b.get("routing_key", ""),
+            b.get("destination_type", ""),
+            b.get("destination", ""),
+            json.dumps(b.get("arguments") or {}, sort_keys=True),
+        ),
+    )
+    return implicit + explicit
+
+
+def _as_listed(found: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return found
+
+
 @dataclass(frozen=True)
 class Listing:
     """One list_* verb."""
@@ -264,6 +289,7 @@ class Listing:
     stream: bool = True
     columns: bool = True  # whether the verb takes column arguments
     timeout_banner: bool = False
+    order: Callable[[list[dict[str, Any]]], list[dict[str, Any]]] = _as_listed
 
     def row(self, obj: dict[str, Any], columns: list[str]) -> list[Any]:
         return [self.items[column](obj) for column in columns]
@@ -293,6 +319,7 @@ LISTINGS = {
             tuple(BINDING_ITEMS),
             lambda v: f"/api/bindings/{_segment(v)}",
             lambda v: f"Listing bindings for vhost {v}...",
+            order=_binding_order,
         ),
         Listing(
             "list_connections",

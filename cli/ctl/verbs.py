@@ -87,11 +87,18 @@ def listing_verb(listing: Listing) -> Callable[[Context], None]:
             if listing.verb == "list_permissions":
                 raise CtlError(EX_DATAERR, f"Virtual host '{key}' does not exist") from None
             if listing.verb == "list_user_permissions":
-                raise _no_user(key) from None
+                raise CtlError(EX_UNAVAILABLE, f'Error:\n{{:no_such_user, "{key}"}}') from None
             found = []
+        if (
+            not found
+            and listing.verb == "list_policies"
+            and not ctx.exists(f"/api/vhosts/{_segment(key)}")
+        ):
+            raise CtlError(EX_DATAERR, f"Virtual host '{key}' does not exist")
         if "offline" in invocation.flags:
             found = []  # every queue of a single node is online
-        ctx.printer.rows(columns, [listing.row(obj, columns) for obj in found], listing.stream)
+        rows = [listing.row(obj, columns) for obj in listing.order(found)]
+        ctx.printer.rows(columns, rows, listing.stream)
 
     return run
 
@@ -274,7 +281,7 @@ def delete_queue(ctx: Context) -> None:
     (name,) = ctx.invocation.args
     flags = ctx.invocation.flags
     conditions = [c for c, on in (("empty", "if_empty"), ("unused", "if_unused")) if on in flags]
-    when = "".join(f" if queue is {c}" for c in conditions)
+    when = " and".join(f" if queue is {c}" for c in conditions)
     ctx.printer.info(f"Deleting queue '{name}' on vhost '{ctx.invocation.vhost}'{when} ...")
     path = _queue_path(ctx, name)
     try:

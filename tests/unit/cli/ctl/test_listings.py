@@ -35,9 +35,37 @@ def test_items_as_rabbitmqctl_prints_them():
     ]
     vhosts = LISTINGS["list_vhosts"]
     made = {"name": "v1", "description": "", "tags": []}
+    tagged = {"name": "v2", "description": "", "tags": ["a", "b"]}
     default = {"name": "/", "description": "Default virtual host", "tags": []}
-    assert [vhosts.row(v, ["tags"]) for v in (made, default)] == [[""], [[]]]
+    assert [vhosts.row(v, ["tags"]) for v in (made, tagged, default)] == [[""], ["a,b"], [[]]]
     policy = {"definition": {"message-ttl": 1, "alternate-exchange": "ae"}}
     assert LISTINGS["list_policies"].items["definition"](policy) == (
         '{"alternate-exchange":"ae","message-ttl":1}'
     )
+
+
+def test_bindings_in_rabbitmq_s_order():
+    def binding(source: str, key: str, kind: str, destination: str) -> dict[str, object]:
+        return {
+            "source": source,
+            "routing_key": key,
+            "destination_type": kind,
+            "destination": destination,
+            "arguments": {},
+        }
+
+    listed = [
+        binding("", "q2", "queue", "q2"),
+        binding("ex1", "b.*", "exchange", "ex2"),
+        binding("ex1", "a.#", "queue", "q1"),
+        binding("", "q1", "queue", "q1"),
+        binding("ex0", "z", "queue", "q1"),
+    ]
+    ordered = LISTINGS["list_bindings"].order(listed)
+    assert [(b["source"], b["routing_key"]) for b in ordered] == [
+        ("", "q2"),
+        ("", "q1"),
+        ("ex0", "z"),
+        ("ex1", "a.#"),
+        ("ex1", "b.*"),
+    ]
