@@ -173,6 +173,11 @@ def add_vhost(ctx: Context) -> None:
         document["default_queue_type"] = values["default_queue_type"]
     try:
         ctx.call("PUT", path, document)
+        # RabbitMQ's HTTP API grants the creating user full permissions on a new vhost;
+        # rabbitmqctl's add_vhost grants none: take back what the PUT granted
+        for permission in ctx.get(f"{path}/permissions"):
+            user = _segment(permission["user"])
+            ctx.call("DELETE", f"/api/permissions/{_segment(name)}/{user}")
     except ApiFailure as failure:
         raise refused(failure.reason) from None
 
