@@ -116,7 +116,8 @@ compares). They talk to the broker through its management API like every other c
 - `status` prints rabbitmqctl's layout with the figures rabbitish has (runtime, alarms, totals,
   listeners). `await_startup` also waits (up to `--timeout`, 300 s) for a broker whose API does
   not answer yet, so `rabbitish serve &` then `rabbitmqctl await_startup` needs no retry loop.
-  `import_definitions -` reads standard input.
+  `import_definitions -` reads standard input. `list_connections` and `list_channels` list
+  AMQP 0-9-1's, as RabbitMQ 3.10's do (`rabbitish connections` lists 1.0's too).
 
 | exit code | meaning (as rabbitmqctl's) |
 |---|---|

@@ -273,6 +273,12 @@ def _binding_order(bindings: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return implicit + explicit
 
 
+def _zero_nine_one(found: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """list_connections and list_channels list AMQP 0-9-1's (RabbitMQ 3.10: "Lists AMQP 0.9.1
+    connections for the node"); rabbitish's API lists 1.0 connections and sessions too."""
+    return [obj for obj in found if str(obj.get("protocol", "AMQP 0-9-1")).startswith("AMQP 0-9")]
+
+
 def _as_listed(found: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return found
 
@@ -327,6 +333,7 @@ LISTINGS = {
             ("user", "peer_host", "peer_port", "state"),
             lambda _v: "/api/connections",
             lambda _v: "Listing connections ...",
+            order=_zero_nine_one,
         ),
         Listing(
             "list_channels",
@@ -334,6 +341,7 @@ LISTINGS = {
             ("pid", "user", "consumer_count", "messages_unacknowledged"),
             lambda _v: "/api/channels",
             lambda _v: "Listing channels ...",
+            order=_zero_nine_one,
         ),
         Listing(
             "list_consumers",

@@ -69,3 +69,9 @@ def test_bindings_in_rabbitmq_s_order():
         ("ex1", "a.#"),
         ("ex1", "b.*"),
     ]
+
+
+def test_connections_and_channels_are_0_9_1_s():
+    found = [{"name": "a", "protocol": "AMQP 0-9-1"}, {"name": "b", "protocol": "AMQP 1.0"}]
+    for verb in ("list_connections", "list_channels"):
+        assert [c["name"] for c in LISTINGS[verb].order(found)] == ["a"]
