@@ -49,7 +49,13 @@ VERB_FLAGS = {
 
 
 class UsageError(Exception):
-    """A command line the real tool refuses with exit code 64 (EX_USAGE)."""
+    """A command line the real tool refuses in its argument validation: exit code 64 (EX_USAGE),
+    or 65 (EX_DATAERR) for a file argument that does not exist."""
+
+    def __init__(self, message: str, code: int = 64) -> None:
+        super().__init__(message)
+        self.message = message
+        self.code = code
 
 
 @dataclass

@@ -12,17 +12,13 @@ import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import quote
 
+from rabbitish.cli.client import segment
 from rabbitish.cli.ctl.terms import Rendered, erlang_atom
 
 BROKER_NODE = "rabbitish@localhost"  # the node name the management API reports
 
 Item = Callable[[dict[str, Any]], Any]
-
-
-def _segment(name: str) -> str:
-    return quote(name, safe="")
 
 
 def _pid(kind: int, key: str, serial: int = 0) -> Rendered:
@@ -308,7 +304,7 @@ LISTINGS = {
             "list_queues",
             QUEUE_ITEMS,
             ("name", "messages"),
-            lambda v: f"/api/queues/{_segment(v)}",
+            lambda v: f"/api/queues/{segment(v)}",
             lambda v: f"Listing queues for vhost {v} ...",
             timeout_banner=True,
         ),
@@ -316,14 +312,14 @@ LISTINGS = {
             "list_exchanges",
             EXCHANGE_ITEMS,
             ("name", "type"),
-            lambda v: f"/api/exchanges/{_segment(v)}",
+            lambda v: f"/api/exchanges/{segment(v)}",
             lambda v: f"Listing exchanges for vhost {v} ...",
         ),
         Listing(
             "list_bindings",
             BINDING_ITEMS,
             tuple(BINDING_ITEMS),
-            lambda v: f"/api/bindings/{_segment(v)}",
+            lambda v: f"/api/bindings/{segment(v)}",
             lambda v: f"Listing bindings for vhost {v}...",
             order=_binding_order,
         ),
@@ -355,7 +351,7 @@ LISTINGS = {
                 "active",
                 "arguments",
             ),
-            lambda v: f"/api/consumers/{_segment(v)}",
+            lambda v: f"/api/consumers/{segment(v)}",
             lambda v: f"Listing consumers in vhost {v} ...",
         ),
         Listing(
@@ -379,7 +375,7 @@ LISTINGS = {
             "list_permissions",
             PERMISSION_ITEMS,
             tuple(PERMISSION_ITEMS),
-            lambda v: f"/api/vhosts/{_segment(v)}/permissions",
+            lambda v: f"/api/vhosts/{segment(v)}/permissions",
             lambda v: f'Listing permissions for vhost "{v}" ...',
             stream=False,
             columns=False,
@@ -388,7 +384,7 @@ LISTINGS = {
             "list_user_permissions",
             USER_PERMISSION_ITEMS,
             tuple(USER_PERMISSION_ITEMS),
-            lambda u: f"/api/users/{_segment(u)}/permissions",
+            lambda u: f"/api/users/{segment(u)}/permissions",
             lambda u: f'Listing permissions for user "{u}" ...',
             stream=False,
             columns=False,
@@ -397,7 +393,7 @@ LISTINGS = {
             "list_policies",
             POLICY_ITEMS,
             tuple(POLICY_ITEMS),
-            lambda v: f"/api/policies/{_segment(v)}",
+            lambda v: f"/api/policies/{segment(v)}",
             lambda v: f'Listing policies for vhost "{v}" ...',
             stream=False,
             columns=False,

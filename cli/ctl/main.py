@@ -18,7 +18,7 @@ from rabbitish.cli.ctl.node import (
     status,
 )
 from rabbitish.cli.ctl.output import Printer
-from rabbitish.cli.ctl.verbs import VERBS, UsageProblem, Verb
+from rabbitish.cli.ctl.verbs import VERBS, Verb
 
 CTL_VERBS: dict[str, Verb] = {
     **VERBS,
@@ -97,11 +97,8 @@ def run(tool: str, verbs: dict[str, Verb], argv: list[str] | None = None) -> int
     try:
         verb.run(Context(invocation, Printer(invocation)))
     except UsageError as err:
-        sys.stderr.write(_argument_error(invocation, str(err), verb))
-        return EX_USAGE
-    except UsageProblem as problem_:
-        sys.stderr.write(_argument_error(invocation, problem_.message, verb))
-        return problem_.code
+        sys.stderr.write(_argument_error(invocation, err.message, verb))
+        return err.code
     except CtlError as err:
         sys.stdout.flush()
         sys.stderr.write(err.text + "\n")

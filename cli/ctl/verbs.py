@@ -12,9 +12,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
 
-from rabbitish.cli.client import ApiFailure
+from rabbitish.cli.client import ApiFailure, segment
+from rabbitish.cli.ctl.arguments import UsageError
 from rabbitish.cli.ctl.context import (
     EX_DATAERR,
     EX_NOUSER,
@@ -34,10 +34,6 @@ ADD_USER_HINT = (
 _PID = re.compile(r"<[^<>.]+(@[^<>]+)?\.\d+\.\d+\.\d+>\Z")
 
 
-def _segment(name: str) -> str:
-    return quote(name, safe="")
-
-
 def _no_user(name: str, quoted: bool = True) -> CtlError:
     shown = f'"{name}"' if quoted else name
     return CtlError(EX_NOUSER, f"Error:\nUser {shown} does not exist")
@@ -54,16 +50,19 @@ class Verb:
     options: frozenset[str] = field(default_factory=frozenset)
 
 
-class UsageProblem(Exception):
-    """An argument the verb refuses as rabbitmqctl's argument validation does (exit 64)."""
-
-    def __init__(self, message: str, code: int = EX_USAGE) -> None:
-        super().__init__(message)
-        self.message = message
-        self.code = code
-
-
 # ---------------------------------------------------------------------- listings
+# What a list verb says when the vhost or user it names does not exist (the others list nothing)
+_MISSING: dict[str, Callable[[str], CtlError]] = {
+    "list_permissions": lambda vhost: CtlError(
+        EX_DATAERR, f"Virtual host '{vhost}' does not exist"
+    ),
+    "list_policies": lambda vhost: CtlError(EX_DATAERR, f"Virtual host '{vhost}' does not exist"),
+    "list_user_permissions": lambda user: CtlError(
+        EX_UNAVAILABLE, f'Error:\n{{:no_such_user, "{user}"}}'
+    ),
+}
+
+
 def listing_verb(listing: Listing) -> Callable[[Context], None]:
     def run(ctx: Context) -> None:
         invocation = ctx.invocation
@@ -75,26 +74,23 @@ def listing_verb(listing: Listing) -> Callable[[Context], None]:
             columns = columns or list(listing.defaults)
         unknown = [c for c in columns if c not in listing.items]
         if unknown:
-            raise UsageProblem(f"Info key(s) {','.join(unknown)} are not supported")
+            raise UsageError(f"Info key(s) {','.join(unknown)} are not supported")
         if listing.timeout_banner:
             ctx.printer.info(f"Timeout: {ctx.timeout(60.0)} seconds ...")
         ctx.printer.info(listing.banner(key))
+        missing = _MISSING.get(listing.verb)
         try:
             found = ctx.get(listing.path(key))
         except ApiFailure as failure:
             if failure.status != 404:
                 raise refused(failure.reason) from None
-            if listing.verb == "list_permissions":
-                raise CtlError(EX_DATAERR, f"Virtual host '{key}' does not exist") from None
-            if listing.verb == "list_user_permissions":
-                raise CtlError(EX_UNAVAILABLE, f'Error:\n{{:no_such_user, "{key}"}}') from None
+            if missing is not None:
+                raise missing(key) from None
             found = []
-        if (
-            not found
-            and listing.verb == "list_policies"
-            and not ctx.exists(f"/api/vhosts/{_segment(key)}")
-        ):
-            raise CtlError(EX_DATAERR, f"Virtual host '{key}' does not exist")
+        # the API lists no policies for a vhost that does not exist either
+        vhost_path = f"/api/vhosts/{segment(key)}"
+        if not found and listing.verb == "list_policies" and not ctx.exists(vhost_path):
+            raise _MISSING["list_policies"](key)
         if "offline" in invocation.flags:
             found = []  # every queue of a single node is online
         rows = [listing.row(obj, columns) for obj in listing.order(found)]
@@ -106,7 +102,7 @@ def listing_verb(listing: Listing) -> Callable[[Context], None]:
 # ---------------------------------------------------------------------- users
 def _user(ctx: Context, name: str) -> dict[str, Any]:
     try:
-        user: dict[str, Any] = ctx.get(f"/api/users/{_segment(name)}")
+        user: dict[str, Any] = ctx.get(f"/api/users/{segment(name)}")
     except ApiFailure as failure:
         if failure.status == 404:
             raise _no_user(name) from None
@@ -116,7 +112,7 @@ def _user(ctx: Context, name: str) -> dict[str, Any]:
 
 def _put_user(ctx: Context, name: str, document: dict[str, Any]) -> None:
     try:
-        ctx.call("PUT", f"/api/users/{_segment(name)}", document)
+        ctx.call("PUT", f"/api/users/{segment(name)}", document)
     except ApiFailure as failure:
         raise refused(failure.reason) from None
 
@@ -124,7 +120,7 @@ def _put_user(ctx: Context, name: str, document: dict[str, Any]) -> None:
 def add_user(ctx: Context) -> None:
     name, password = ctx.invocation.args
     ctx.printer.info(f'Adding user "{name}" ...')
-    if ctx.exists(f"/api/users/{_segment(name)}"):
+    if ctx.exists(f"/api/users/{segment(name)}"):
         raise CtlError(EX_SOFTWARE, f'Error:\nUser "{name}" already exists')
     _put_user(ctx, name, {"password": password, "tags": ""})
     ctx.printer.info(ADD_USER_HINT)
@@ -134,7 +130,7 @@ def delete_user(ctx: Context) -> None:
     (name,) = ctx.invocation.args
     ctx.printer.info(f'Deleting user "{name}" ...')
     try:
-        ctx.call("DELETE", f"/api/users/{_segment(name)}")
+        ctx.call("DELETE", f"/api/users/{segment(name)}")
     except ApiFailure as failure:
         if failure.status == 404:
             raise _no_user(name) from None
@@ -164,7 +160,7 @@ def set_user_tags(ctx: Context) -> None:
 def add_vhost(ctx: Context) -> None:
     (name,) = ctx.invocation.args
     ctx.printer.info(f'Adding vhost "{name}" ...')
-    path = f"/api/vhosts/{_segment(name)}"
+    path = f"/api/vhosts/{segment(name)}"
     if ctx.exists(path):
         return  # as rabbitmqctl: adding an existing vhost changes nothing and succeeds
     values = ctx.invocation.values
@@ -176,8 +172,8 @@ def add_vhost(ctx: Context) -> None:
         # RabbitMQ's HTTP API grants the creating user full permissions on a new vhost;
         # rabbitmqctl's add_vhost grants none: take back what the PUT granted
         for permission in ctx.get(f"{path}/permissions"):
-            user = _segment(permission["user"])
-            ctx.call("DELETE", f"/api/permissions/{_segment(name)}/{user}")
+            user = segment(permission["user"])
+            ctx.call("DELETE", f"/api/permissions/{segment(name)}/{user}")
     except ApiFailure as failure:
         raise refused(failure.reason) from None
 
@@ -186,7 +182,7 @@ def delete_vhost(ctx: Context) -> None:
     (name,) = ctx.invocation.args
     ctx.printer.info(f'Deleting vhost "{name}" ...')
     try:
-        ctx.call("DELETE", f"/api/vhosts/{_segment(name)}")
+        ctx.call("DELETE", f"/api/vhosts/{segment(name)}")
     except ApiFailure as failure:
         if failure.status == 404:
             raise CtlError(EX_DATAERR, f"Virtual host '{name}' does not exist") from None
@@ -195,9 +191,9 @@ def delete_vhost(ctx: Context) -> None:
 
 def _user_and_vhost(ctx: Context, user: str, vhost: str) -> None:
     """RabbitMQ checks the user, then the vhost (rabbit_vhost:with_user_and_vhost)."""
-    if not ctx.exists(f"/api/users/{_segment(user)}"):
+    if not ctx.exists(f"/api/users/{segment(user)}"):
         raise _no_user(user, quoted=False)
-    if not ctx.exists(f"/api/vhosts/{_segment(vhost)}"):
+    if not ctx.exists(f"/api/vhosts/{segment(vhost)}"):
         raise CtlError(EX_UNAVAILABLE, f"Error:\nVirtual host {vhost} does not exist")
 
 
@@ -208,7 +204,7 @@ def set_permissions(ctx: Context) -> None:
     _user_and_vhost(ctx, user, vhost)
     body = {"configure": configure, "write": write, "read": read}
     try:
-        ctx.call("PUT", f"/api/permissions/{_segment(vhost)}/{_segment(user)}", body)
+        ctx.call("PUT", f"/api/permissions/{segment(vhost)}/{segment(user)}", body)
     except ApiFailure as failure:
         raise refused(failure.reason) from None
 
@@ -219,7 +215,7 @@ def clear_permissions(ctx: Context) -> None:
     ctx.printer.info(f'Clearing permissions for user "{user}" in vhost "{vhost}" ...')
     _user_and_vhost(ctx, user, vhost)
     try:
-        ctx.call("DELETE", f"/api/permissions/{_segment(vhost)}/{_segment(user)}")
+        ctx.call("DELETE", f"/api/permissions/{segment(vhost)}/{segment(user)}")
     except ApiFailure as failure:
         if failure.status != 404:  # none set: nothing to clear, as in RabbitMQ
             raise refused(failure.reason) from None
@@ -249,7 +245,7 @@ def set_policy(ctx: Context) -> None:
         "apply-to": values.get("apply_to", "all"),
     }
     try:
-        ctx.call("PUT", f"/api/policies/{_segment(vhost)}/{_segment(name)}", body)
+        ctx.call("PUT", f"/api/policies/{segment(vhost)}/{segment(name)}", body)
     except ApiFailure as failure:
         raise refused(failure.reason) from None
 
@@ -259,7 +255,7 @@ def clear_policy(ctx: Context) -> None:
     vhost = ctx.invocation.vhost
     ctx.printer.info(f'Clearing policy "{name}" on vhost "{vhost}" ...')
     try:
-        ctx.call("DELETE", f"/api/policies/{_segment(vhost)}/{_segment(name)}")
+        ctx.call("DELETE", f"/api/policies/{segment(vhost)}/{segment(name)}")
     except ApiFailure as failure:
         if failure.status == 404:
             raise CtlError(EX_UNAVAILABLE, "Error:\nParameter does not exist") from None
@@ -268,7 +264,7 @@ def clear_policy(ctx: Context) -> None:
 
 # ---------------------------------------------------------------------- queues
 def _queue_path(ctx: Context, name: str) -> str:
-    return f"/api/queues/{_segment(ctx.invocation.vhost)}/{_segment(name)}"
+    return f"/api/queues/{segment(ctx.invocation.vhost)}/{segment(name)}"
 
 
 def purge_queue(ctx: Context) -> None:
@@ -310,7 +306,7 @@ def export_definitions(ctx: Context) -> None:
     (target,) = ctx.invocation.args
     if target != "-" and not Path(target).resolve().parent.is_dir():
         directory = str(Path(target).parent)
-        raise UsageProblem(f"Bad argument: Directory {directory} does not exist", EX_DATAERR)
+        raise UsageError(f"Bad argument: Directory {directory} does not exist", EX_DATAERR)
     if target != "-":
         ctx.printer.info(f'Exporting definitions in JSON to a file at "{target}" ...')
     try:
@@ -332,7 +328,7 @@ def import_definitions(ctx: Context) -> None:
     else:
         path = Path(source)
         if not path.is_file():
-            raise UsageProblem(f"Bad argument: File {source} does not exist", EX_DATAERR)
+            raise UsageError(f"Bad argument: File {source} does not exist", EX_DATAERR)
         ctx.printer.info(f'Importing definitions in JSON from a file at "{source}" ...')
         text = path.read_text()
     try:
@@ -359,7 +355,7 @@ def close_connection(ctx: Context) -> None:
     for connection in ctx.get("/api/connections"):
         if items["pid"](connection).text == pid:
             try:
-                path = f"/api/connections/{_segment(connection['name'])}"
+                path = f"/api/connections/{segment(connection['name'])}"
                 ctx.call("DELETE", path, headers={"X-Reason": explanation})
             except ApiFailure as failure:
                 if failure.status != 404:  # closed meanwhile: as a pid that exited
@@ -371,7 +367,7 @@ def _trace(ctx: Context, on: bool) -> None:
     vhost = ctx.invocation.vhost
     verb = "Starting" if on else "Stopping"
     ctx.printer.info(f'{verb} tracing for vhost "{vhost}" ...')
-    path = f"/api/vhosts/{_segment(vhost)}"
+    path = f"/api/vhosts/{segment(vhost)}"
     if ctx.exists(path):  # RabbitMQ reports success for a vhost that does not exist, too
         try:
             ctx.call("PUT", path, {"tracing": on})
