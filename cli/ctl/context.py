@@ -31,10 +31,14 @@ class CtlError(Exception):
         self.text = text
 
 
-def node_down(node: str, display: str, reason: str) -> CtlError:
+class NodeDown(CtlError):
+    """No management API answers: the broker is not (yet) running there."""
+
+
+def node_down(node: str, reason: str) -> NodeDown:
     """rabbitmqctl's "unable to perform an operation" error, with the management API's URL where
     it lists what it tried."""
-    return CtlError(
+    return NodeDown(
         EX_UNAVAILABLE,
         f"Error: unable to perform an operation on node '{node}'. Please see diagnostics "
         "information and suggestions below.\n\n"
@@ -47,7 +51,7 @@ def node_down(node: str, display: str, reason: str) -> CtlError:
         "RABBITISH_URL (-n only names the node)\n\n"
         "DIAGNOSTICS\n===========\n\n"
         f"attempted to contact: ['{node}']\n\n"
-        f"{node}:\n  * management API at {display}: {reason}\n",
+        f"{node}:\n  * {reason}\n",
     )
 
 
@@ -92,13 +96,18 @@ class Context:
         the verb to word as RabbitMQ does."""
         client = self.client()
         try:
-            return client.request(method, path, body, headers=headers)
+            answer = client.request(method, path, body, headers=headers)
         except ApiFailure as failure:
-            if failure.status == 401:
-                raise node_down(self.node, client.display, "login refused (401)") from None
+            self.printer.reached()
+            if failure.status == 401:  # the node is up: a refusal, not a node down
+                reason = f"the management API at {client.display} refused the login (401)"
+                down = node_down(self.node, reason)
+                raise CtlError(down.code, down.text) from None
             raise
         except CliError as err:
-            raise node_down(self.node, client.display, err.message) from None
+            raise node_down(self.node, err.message) from None
+        self.printer.reached()
+        return answer
 
     def get(self, path: str) -> Any:
         return self.call("GET", path)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import sys
 
 from rabbitish.cli.ctl.arguments import Invocation, UsageError, parse, verb_options
-from rabbitish.cli.ctl.context import EX_OK, EX_USAGE, Context, CtlError
+from rabbitish.cli.ctl.context import EX_OK, EX_USAGE, Context, CtlError, NodeDown
 from rabbitish.cli.ctl.node import (
     await_startup,
     check_port_connectivity,
@@ -94,17 +94,22 @@ def run(tool: str, verbs: dict[str, Verb], argv: list[str] | None = None) -> int
     if problem is not None:
         sys.stderr.write(_argument_error(invocation, problem, verb))
         return EX_USAGE
+    printer: Printer | None = None
     try:
-        verb.run(Context(invocation, Printer(invocation)))
+        printer = Printer(invocation)
+        verb.run(Context(invocation, printer))
     except UsageError as err:
         sys.stderr.write(_argument_error(invocation, err.message, verb))
         return err.code
     except CtlError as err:
+        if printer is not None and not isinstance(err, NodeDown):
+            printer.reached()  # a refusal: the node answered
         sys.stdout.flush()
         sys.stderr.write(err.text + "\n")
         return err.code
     except KeyboardInterrupt:
         return 130
+    printer.reached()
     return EX_OK
 
 

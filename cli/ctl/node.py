@@ -9,7 +9,7 @@ import time
 from typing import Any
 
 from rabbitish.cli.client import ApiFailure
-from rabbitish.cli.ctl.context import EX_UNAVAILABLE, Context, CtlError, refused
+from rabbitish.cli.ctl.context import EX_UNAVAILABLE, Context, CtlError, NodeDown, refused
 from rabbitish.cli.ctl.terms import json_line
 
 BOLD, PLAIN = "\x1b[1m", "\x1b[0m"  # rabbitmqctl's section headings are bold even in a pipe
@@ -66,7 +66,7 @@ def await_startup(ctx: Context) -> None:
         try:
             if _amqp_ready(ctx.get("/api/overview")):
                 return
-        except CtlError:
+        except NodeDown:
             if time.monotonic() >= deadline:
                 raise
         except ApiFailure as failure:
@@ -159,7 +159,8 @@ def ping(ctx: Context) -> None:
     timeout = ctx.timeout(60.0)
     ctx.printer.info(
         f"Will ping {ctx.node}. This only checks if the OS process is running and registered "
-        f"with epmd. Timeout: {int(timeout * 1000)} ms."
+        f"with epmd. Timeout: {int(timeout * 1000)} ms.",
+        at_once=True,
     )
     try:
         ctx.client(timeout).get("/api/overview")
@@ -172,7 +173,7 @@ def ping(ctx: Context) -> None:
 
 
 def check_running(ctx: Context) -> None:
-    ctx.printer.info(f"Checking if RabbitMQ is running on node {ctx.node} ...")
+    ctx.printer.info(f"Checking if RabbitMQ is running on node {ctx.node} ...", at_once=True)
     if not _amqp_ready(_overview(ctx)):
         raise CtlError(
             EX_UNAVAILABLE,

@@ -26,19 +26,33 @@ class Printer:
         self.quiet = invocation.quiet
         self.headers = not invocation.silent and "no_table_headers" not in invocation.flags
         self.out = out or sys.stdout
+        self.held: list[str] | None = []  # info lines until the node is reached
 
     @property
     def machine(self) -> bool:
         """json and csv write no informational lines."""
         return self.formatter != "table"
 
-    def info(self, line: str) -> None:
-        """An informational line: the banner ("Listing queues for vhost / ..."), hints."""
-        if not self.quiet and not self.machine:
+    def info(self, line: str, at_once: bool = False) -> None:
+        """An informational line: the banner ("Listing queues for vhost / ..."), hints. As
+        rabbitmqctl prints its banner once it has reached the node, the line waits for
+        `reached()` (a node that is down gets no banner) unless `at_once` (ping's)."""
+        if self.quiet or self.machine:
+            return
+        if at_once or self.held is None:
             self.out.write(line + "\n")
+        else:
+            self.held.append(line)
+
+    def reached(self) -> None:
+        """The node answered: write what waited, and from now on write at once."""
+        if self.held:
+            self.out.write("".join(line + "\n" for line in self.held))
+        self.held = None
 
     def result(self, line: str) -> None:
         """A verb's result line, written even with --quiet."""
+        self.reached()
         self.out.write(line + "\n")
 
     def message(self, line: str) -> None:
@@ -51,6 +65,7 @@ class Printer:
     def rows(self, columns: Sequence[str], rows: list[list[Any]], stream: bool) -> None:
         """A listing. `stream`: the verb streams its rows (queues, exchanges, connections ...),
         so an empty listing has no header; the others write an empty line when empty."""
+        self.reached()
         if self.formatter == "json":
             objects = [
                 json_line(dict(zip(columns, map(json_item, row), strict=True))) for row in rows

@@ -40,3 +40,14 @@ def test_quiet_silent_and_empty_listings():
 def test_formatters_rabbitish_does_not_have_are_refused():
     with pytest.raises(UsageError):
         Printer(parse(["list_queues", "--formatter", "erlang"]))
+
+
+def test_banners_wait_until_the_node_is_reached():
+    out = io.StringIO()
+    printer = Printer(parse(["list_queues"]), out)
+    printer.info("Listing queues for vhost / ...")
+    printer.info("Will ping ...", at_once=True)
+    assert out.getvalue() == "Will ping ...\n"
+    printer.reached()
+    printer.info("later")
+    assert out.getvalue() == "Will ping ...\nListing queues for vhost / ...\nlater\n"
