@@ -98,9 +98,11 @@ CTL_INTRO = """## rabbitmqctl and rabbitmq-diagnostics
 
 `rabbitish ctl VERB ...` is `rabbitmqctl VERB ...` and `rabbitish diagnostics VERB ...` is
 `rabbitmq-diagnostics VERB ...`, for scripts written for RabbitMQ: the same verbs, arguments,
-options, output and exit codes as RabbitMQ 3.10.8's tools. For the same state their standard
-output is the real tools' byte for byte (tests/integration/test_ctl_parity.py runs both and
-compares). They talk to the broker through its management API like every other command.
+options, output and exit codes as RabbitMQ 3.10.8's tools. For the same state their output is
+the real tools' byte for byte but for pids and the rows' order, which in RabbitMQ is its
+tables' (tests/integration/test_ctl_parity.py runs both and compares). They talk to the broker
+through its management API like every other command; `export_definitions` writes the
+document `GET /api/definitions` answers.
 
 - `--url URL` (or `RABBITISH_URL`, default `{url}`) picks the broker.
   `-n` / `--node NODE` is accepted and only names the node in messages ("Status of node NODE");

@@ -63,6 +63,9 @@ def refused(reason: Any) -> CtlError:
 
 @dataclass
 class Context:
+    """One run of a verb: its command line, where it prints, and the management API it calls
+    (`--url`, else `RABBITISH_URL`, else the default URL)."""
+
     invocation: Invocation
     printer: Printer
 
