@@ -65,14 +65,20 @@ class Client:
         self.timeout = timeout
 
     def request(
-        self, method: str, path: str, body: Any = None, *, missing: str | None = None
+        self,
+        method: str,
+        path: str,
+        body: Any = None,
+        *,
+        missing: str | None = None,
+        headers: dict[str, str] | None = None,
     ) -> Any:
         """Call the API; the decoded JSON answer (None for an empty one). With `missing` (what
         `path` names, e.g. "queue 'q' in vhost '/'"), a 404 ends the command with "no <missing>"
-        instead of the API's own words."""
+        instead of the API's own words. `headers` are sent as well (X-Reason on a close)."""
         data = None if body is None else json.dumps(body).encode()
         req = urllib.request.Request(
-            self.base + path, data=data, method=method, headers=self.headers
+            self.base + path, data=data, method=method, headers={**self.headers, **(headers or {})}
         )
         try:
             with urllib.request.urlopen(req, timeout=self.timeout) as response:

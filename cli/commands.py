@@ -305,6 +305,28 @@ def watch(
             pass
 
 
+# ---------------------------------------------------------------------- rabbitmqctl's verbs
+# The `rabbitish` script runs these on main.py's fast path; here they are for --help, the
+# generated docs/cli.md and callers of this typer app.
+_PASS_THROUGH = {"allow_extra_args": True, "ignore_unknown_options": True}
+
+
+@cli.command("ctl", context_settings=_PASS_THROUGH, add_help_option=False)
+def ctl(context: typer.Context) -> None:
+    """rabbitmqctl's verbs, options, output and exit codes: list_queues, add_user, status ..."""
+    from rabbitish.cli.ctl.main import rabbitmqctl
+
+    raise typer.Exit(rabbitmqctl(context.args))
+
+
+@cli.command("diagnostics", context_settings=_PASS_THROUGH, add_help_option=False)
+def diagnostics(context: typer.Context) -> None:
+    """rabbitmq-diagnostics: ping, check_running, check_port_connectivity, status."""
+    from rabbitish.cli.ctl.main import diagnostics as run_diagnostics
+
+    raise typer.Exit(run_diagnostics(context.args))
+
+
 # ---------------------------------------------------------------------- sub-apps
 # After the commands above, in the order --help lists them.
 access.register(cli)  # users, permissions, vhosts

@@ -95,13 +95,86 @@ def _sections(group: Any, context: Any, prefix: str) -> list[str]:
     return sections
 
 
+CTL_INTRO = """## rabbitmqctl and rabbitmq-diagnostics
+
+`rabbitish ctl VERB ...` is `rabbitmqctl VERB ...` and `rabbitish diagnostics VERB ...` is
+`rabbitmq-diagnostics VERB ...`, for scripts written for RabbitMQ: the same verbs, arguments,
+options, output and exit codes as RabbitMQ 3.10.8's tools. For the same state their output is
+the real tools' byte for byte but for pids and the rows' order, which in RabbitMQ is its
+tables' (tests/integration/test_ctl_parity.py runs both and compares). They talk to the broker
+through its management API like every other command; `export_definitions` writes the
+document `GET /api/definitions` answers.
+
+- `--url URL` (or `RABBITISH_URL`, default `{url}`) picks the broker.
+  `-n` / `--node NODE` is accepted and only names the node in messages ("Status of node NODE");
+  it does not choose the target, since there is no Erlang distribution to reach it by.
+- `-p` / `--vhost`, `-q` / `--quiet` (no informational lines), `-s` / `--silent` (neither those
+  nor the header row), `--no-table-headers`, `-t` / `--timeout SECONDS`, `-l` / `--longnames`
+  (accepted, no effect), and the list verbs' column arguments, as in rabbitmqctl.
+- `--formatter table` (default), `json` or `csv`; `pretty_table` and `erlang` are refused
+  (exit 64).
+- Pids: the API has none, so a connection's, channel's or queue's pid is made from its name,
+  `<rabbitish@localhost.1.N.M>`, the same each time it is listed; `close_connection` takes the
+  pid `list_connections pid` printed.
+- `status` prints rabbitmqctl's layout with the figures rabbitish has (runtime, alarms, totals,
+  listeners). `await_startup` also waits (up to `--timeout`, 300 s) for a broker whose API does
+  not answer yet, so `rabbitish serve &` then `rabbitmqctl await_startup` needs no retry loop.
+  `import_definitions -` reads standard input. `list_connections` and `list_channels` list
+  AMQP 0-9-1's, as RabbitMQ 3.10's do (`rabbitish connections` lists 1.0's too).
+
+| exit code | meaning (as rabbitmqctl's) |
+|---|---|
+| 0 | success |
+| 64 | bad command line, unknown verb or column; `delete_queue` of a missing queue |
+| 65 | a missing file or directory; a missing vhost (`delete_vhost`, `list_permissions`) |
+| 67 | no such user |
+| 69 | the node is unavailable (no management API at `--url`), or it refused the change |
+| 70 | the user already exists (`add_user`) |
+
+### Aliases: `rabbitish[ctl-aliases]`
+
+`pip install 'rabbitish[ctl-aliases]'` also installs `rabbitmqctl` and `rabbitmq-diagnostics`
+commands that run the two above, so a CI job's existing script runs unchanged. An extra cannot
+add commands by itself: it depends on a tiny sibling distribution, `rabbitish-ctl-aliases`
+(`packages/rabbitish-ctl-aliases/` in the repository), that holds only the two entry points.
+From a checkout: `pip install -e . ./packages/rabbitish-ctl-aliases`.
+
+The trade-off: the aliases shadow a real RabbitMQ's tools. Whichever directory comes first on
+`PATH` wins (a virtualenv's `bin/` usually comes before `/usr/sbin`), and a script that meant
+the real node then manages rabbitish instead, finds only the verbs below (any other exits 64
+with "Command not found") and ignores `-n` as a target. Install the extra only where no real
+RabbitMQ is meant to be managed (a CI job, a dev virtualenv); `command -v rabbitmqctl` says which
+one runs, and `rabbitmqctl status` names the node `rabbitish@localhost`. Without the extra,
+`rabbitish ctl` and `rabbitish diagnostics` do the same under their own names.
+
+"""
+
+
+def _ctl_section() -> str:
+    """The verbs and each list verb's columns, from the tables the code runs on."""
+    from rabbitish.cli.ctl.listings import LISTINGS
+    from rabbitish.cli.ctl.main import CTL_VERBS, DIAGNOSTICS_VERBS
+
+    lines = [CTL_INTRO.format(url=DEFAULT_URL).rstrip(), ""]
+    lines.append("| command | verbs |")
+    lines.append("|---|---|")
+    for tool, verbs in (("rabbitish ctl", CTL_VERBS), ("rabbitish diagnostics", DIAGNOSTICS_VERBS)):
+        lines.append(f"| `{tool}` | {', '.join(f'`{v}`' for v in sorted(verbs))} |")
+    lines += ["", "| list verb | default columns | every column |", "|---|---|---|"]
+    for name, listing in LISTINGS.items():
+        defaults = " ".join(listing.defaults)
+        every = ", ".join(listing.items) if listing.columns else "(takes no columns)"
+        lines.append(f"| `{name}` | `{defaults}` | {every} |")
+    return "\n".join(lines) + "\n"
+
+
 def render() -> str:
     from rabbitish.cli.commands import cli
 
     # typer's click (vendored in recent typer) is reached through the objects, not imported
     group: Any = typer.main.get_command(cli)
     root = group.context_class(group, info_name="rabbitish")
-    sections = [INTRO, *_sections(group, root, "")]
+    sections = [INTRO, *_sections(group, root, ""), _ctl_section()]
     return "\n".join(sections).rstrip() + "\n"
 
 
