@@ -367,12 +367,11 @@ def _trace(ctx: Context, on: bool) -> None:
     vhost = ctx.invocation.vhost
     verb = "Starting" if on else "Stopping"
     ctx.printer.info(f'{verb} tracing for vhost "{vhost}" ...')
-    path = f"/api/vhosts/{segment(vhost)}"
-    if ctx.exists(path):  # RabbitMQ reports success for a vhost that does not exist, too
-        try:
-            ctx.call("PUT", path, {"tracing": on})
-        except ApiFailure as failure:
-            raise refused(failure.reason) from None
+    # As rabbitmqctl: any vhost name, existing or not (tracing is kept by name), none created.
+    try:
+        ctx.call("PUT" if on else "DELETE", f"/api/tracing/{segment(vhost)}")
+    except ApiFailure as failure:
+        raise refused(failure.reason) from None
     ctx.printer.result(f"Trace {'enabled' if on else 'disabled'} for vhost {vhost}")
 
 

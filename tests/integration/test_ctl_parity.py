@@ -3,9 +3,8 @@ rabbitmq-diagnostics: the same state is built on a rabbitish and on a real node,
 runs on both and their standard output, standard error and exit code are compared.
 
 Normalised: node names, pids, ports (the peer's and the listeners'), connection times and the
-rows' order (rabbitmqctl lists in its tables' order, which nothing promises). Two rows are left
-out of list_exchanges: rabbitish's own `amq.rabbitish.txn` and RabbitMQ's tracing exchange
-`amq.rabbitmq.trace` (added to rabbitish with tracing). `status` is compared in shape: each
+rows' order (rabbitmqctl lists in its tables' order, which nothing promises). One row is left
+out of list_exchanges: rabbitish's own `amq.rabbitish.txn`. `status` is compared in shape: each
 section and line rabbitish prints is one RabbitMQ prints too.
 
 One real node and one broker for the module; rabbitmqctl costs about a second a call, so the
@@ -40,7 +39,7 @@ BIN = RABBITMQ_SERVER.parent
 PID = re.compile(r"<[^<>\s]+\.\d+\.\d+\.\d+>")
 ADDRESS_PORT = re.compile(r"(127\.0\.0\.1):\d+")
 VOLATILE = {"pid", "channel_pid", "connection", "peer_port", "port", "connected_at"}
-SKIPPED_EXCHANGES = {"amq.rabbitish.txn", "amq.rabbitmq.trace"}
+SKIPPED_EXCHANGES = {"amq.rabbitish.txn"}
 
 
 @dataclass(frozen=True)
