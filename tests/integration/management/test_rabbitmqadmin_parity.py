@@ -77,30 +77,6 @@ MASKS = Masks(
         "statistics_db_event_queue",
         # Each broker's own listeners (the real node's include Erlang distribution).
         "listeners",
-        "message_bytes*",
-        "messages_ram",
-        "messages_ready_ram",
-        "messages_unacknowledged_ram",
-        "messages_persistent",
-        "messages_paged_out",
-        "head_message_timestamp",
-        "client_properties",
-        "ssl",
-        "ssl_protocol",
-        "ssl_key_exchange",
-        "ssl_cipher",
-        "ssl_hash",
-        "peer_cert_subject",
-        "peer_cert_issuer",
-        "peer_cert_validity",
-        "timeout",
-        "channel_max",
-        "frame_max",
-        "auth_mechanism",
-        "reductions",
-        "global_prefetch_count",
-        "pending_raft_commands",
-        "protocol",
         # rabbitish's own: queues' half-message counts (docs/half-messages.md).
         "messages_half",
         "messages_prepared",
@@ -118,7 +94,13 @@ MASKS = Masks(
         "product_name",
         "product_version",
     ),
-    substitute=((r"^127\.0\.0\.1:\d+ -> 127\.0\.0\.1:\d+", "127.0.0.1:CLIENT -> 127.0.0.1:PORT"),),
+    substitute=(
+        (r"^127\.0\.0\.1:\d+ -> 127\.0\.0\.1:\d+", "127.0.0.1:CLIENT -> 127.0.0.1:PORT"),
+        # A binding's properties_key ends in a hash of its arguments, RabbitMQ's made with
+        # erlang:phash2 of its Erlang terms, rabbitish's of their JSON: the same length and
+        # alphabet, not the same value. Each broker accepts its own keys back (delete binding).
+        (r"^(.*)~[A-Za-z0-9_-]{6}$", r"\1~ARGSHASH"),
+    ),
 )
 
 
@@ -150,6 +132,7 @@ declare queue name=q3 auto_delete=true
 declare queue name=qget
 declare binding source=ex.topic destination=q1 routing_key=a.#
 declare binding source=ex.topic destination=ex.direct destination_type=exchange routing_key=x
+declare binding source=amq.headers destination=q2 arguments='{"x-match":"any","a":1,"b":"two"}'
 declare user name=alice password=secret tags=monitoring
 declare user name=bob password_hash=HASH tags=
 declare permission vhost=v1 user=alice configure=.* write=^a read=
@@ -226,19 +209,20 @@ class Pair:
     apis: tuple[Api, Api]  # the management APIs themselves, unmasked
     setup: list[tuple[str, Outcome, Outcome]] = field(default_factory=list)
 
-    def run(self, command: str) -> tuple[Outcome, Outcome]:
+    def run(self, command: str, stdin: str = "") -> tuple[Outcome, Outcome]:
         args = shlex.split(command)
-        return self.rabbitish.run(*args), self.rabbitmq.run(*args)
+        return self.rabbitish.run(*args, stdin=stdin), self.rabbitmq.run(*args, stdin=stdin)
 
     def compare(self, command: str) -> tuple[str, str]:
         """Both outputs, normalised; RabbitMQ's is read again while it differs (its statistics
         lag), for up to SETTLE_TIMEOUT."""
         args = shlex.split(command)
-        mine = _normal(command, self.rabbitish.run(*args))
+        stdin = "from standard input" if command.startswith("publish") else ""
+        mine = _normal(command, self.rabbitish.run(*args, stdin=stdin))
         theirs: list[str] = []
 
         def settled() -> bool:
-            theirs[:] = [_normal(command, self.rabbitmq.run(*args))]
+            theirs[:] = [_normal(command, self.rabbitmq.run(*args, stdin=stdin))]
             return theirs[0] == mine
 
         try:
@@ -257,6 +241,9 @@ def _normal(command: str, outcome: Outcome) -> str:
         doc = json.loads(outcome.stdout)
         if exchanges:
             doc = [e for e in doc if e.get("name") not in (TRACE_EXCHANGE, HALF_EXCHANGE)]
+        if " list channels" in command:  # rabbitish's own: which protocol a channel's
+            for channel in doc:  # connection speaks (1.0 sessions are listed as channels too)
+                channel.pop("protocol", None)
         if " list nodes" in command:  # exchange types in name order: RabbitMQ's registry's
             doc = [{k: v for k, v in node.items() if k in NODE_FIELDS} for node in doc]
             for node in doc:  # table is unordered
@@ -396,6 +383,7 @@ def test_publish_get_purge(pair: Pair) -> None:
         "publish routing_key=qget payload=props "
         'properties=\'{"headers":{"h":1},"correlation_id":"c","priority":3}\'',
         "publish exchange=nope routing_key=x payload=x",
+        "publish routing_key=qget",  # the payload from standard input
         "publish exchange=amq.direct routing_key=nowhere payload=x",
         *(f"-f {fmt} get queue=qget count=2" for fmt in FORMATS),
         "-f raw_json get queue=qget count=10",
@@ -509,6 +497,31 @@ def test_export_import(pair: Pair) -> None:
         "delete user name=carol",
     ]
     assert _mismatches(pair, commands) == ""
+
+
+def test_known_differences(pair: Pair) -> None:
+    """What rabbitish answers differently on purpose or does not have yet, pinned on both
+    sides so that a change on either shows up here."""
+    # rabbitish has no vhost limits: RabbitMQ stores one, rabbitish's API has no such resource
+    # (its lists of vhost limits are empty, compared in test_list).
+    mine, theirs = pair.run("declare vhost_limit vhost=v1 name=max-queues value=100")
+    assert theirs.text == "vhost_limit declared\n[exit 0]"
+    assert mine.text == "*** Not found: /api/vhost-limits/v1/max-queues\n\n[exit 1]"
+    assert pair.rabbitmq.run("delete", "vhost_limit", "vhost=v1", "name=max-queues").code == 0
+    # Every rabbitish queue is a classic queue: x-queue-type quorum or stream is accepted, so
+    # declarations written for RabbitMQ work unchanged, and the queue says what it is.
+    for kind in ("quorum", "stream"):
+        mine, theirs = pair.run(f"declare queue name=typed-{kind} queue_type={kind}")
+        assert mine == theirs
+        mine, theirs = pair.run("-f tsv list queues name type")
+        assert f"typed-{kind}\tclassic" in mine.stdout
+        wait_until(
+            lambda kind=kind: (
+                f"typed-{kind}\t{kind}"
+                in pair.rabbitmq.run("-f", "tsv", "list", "queues", "name", "type").stdout
+            )
+        )
+        pair.run(f"delete queue name=typed-{kind}")
 
 
 def test_close_and_delete(pair: Pair) -> None:
