@@ -48,7 +48,7 @@ class Outcome:
 class Masks:
     """How answers are rewritten: keys dropped (a name ending in `*` drops every key with that
     prefix, one starting with `*` every key with that suffix), keys whose value is replaced by
-    `<key>`, and regular expressions substituted in every string."""
+    `<key>`, and regular expressions substituted in every string (keys included)."""
 
     drop: tuple[str, ...] = ()
     mask: tuple[str, ...] = ()
@@ -98,7 +98,8 @@ def _rewrite(value: Any, masks: Masks, patterns: list[tuple[re.Pattern[str], str
         for key, item in value.items():
             if _dropped(key, masks.drop):
                 continue
-            out[key] = f"<{key}>" if key in masks.mask else _rewrite(item, masks, patterns)
+            rewritten = f"<{key}>" if key in masks.mask else _rewrite(item, masks, patterns)
+            out[_rewrite(key, masks, patterns)] = rewritten  # keys too: cluster_state's
         return out
     if isinstance(value, list):
         return [_rewrite(item, masks, patterns) for item in value]

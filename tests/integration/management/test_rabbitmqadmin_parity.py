@@ -6,7 +6,7 @@ output format.
 One broker pair for the module: the state is built once with rabbitmqadmin itself (those
 declarations are compared too), then many commands run against both. What must differ is
 rewritten in the API's answers before rabbitmqadmin formats them (tests/support/rabbitmqadmin.py,
-`MASKS`), so table widths stay comparable; the real node is named as rabbitish names itself. A
+`MASKS`), so table widths stay comparable; the real node's name reads as rabbitish's. A
 figure RabbitMQ's statistics interval makes lag is waited for: the real node's output is read
 again until it settles. Anything else that differs is an explicit allowance below, with its
 reason."""
@@ -20,7 +20,7 @@ import os
 import re
 import shlex
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import pika
 import pika.exceptions
@@ -29,7 +29,7 @@ import pytest
 from rabbitish.testing import running_broker
 from tests.support.management import Api, _FastStatsRabbit
 from tests.support.rabbitmqadmin import Masks, Outcome, Rabbitmqadmin, rabbitmqadmin_available
-from tests.support.real_rabbitmq import rabbitmq_available, real_rabbitmq
+from tests.support.real_rabbitmq import RealRabbit, rabbitmq_available, real_rabbitmq
 from tests.support.waiting import wait_until
 
 pytestmark = [
@@ -40,7 +40,7 @@ pytestmark = [
     ),
 ]
 
-NODE = "rabbitish@localhost"  # rabbitish's node name; the real node is given it too
+NODE = "rabbitish@localhost"  # rabbitish's node name (and cluster name)
 FORMATS = ("table", "long", "tsv", "kvp", "bash", "raw_json", "pretty_json")
 SETTLE_TIMEOUT = 5.0
 
@@ -105,17 +105,19 @@ MASKS = Masks(
 
 
 class _NamedRabbit(_FastStatsRabbit):
-    """A real node named as rabbitish names itself, with the same cluster name, so node names
-    need no masking (only one such node can run on a machine at a time)."""
-
-    def start(self) -> None:
-        self.nodename = NODE
-        super().start()
+    """A real node whose cluster is named as rabbitish names its own (its node name, unique per
+    run, is rewritten to rabbitish's in its answers: `_masks`)."""
 
     def _write_config(self) -> None:
         super()._write_config()
         with (self.data_dir / "rabbitmq.conf").open("a") as conf:
             conf.write(f"cluster_name = {NODE}\n")
+
+
+def _masks(node: RealRabbit) -> Masks:
+    """MASKS, plus the real node's name read as rabbitish's."""
+    rename = ((rf"^{re.escape(node.nodename)}$", NODE),)
+    return replace(MASKS, substitute=rename + MASKS.substitute)
 
 
 # The state both brokers get, through rabbitmqadmin.
@@ -299,7 +301,7 @@ def pair(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Pair]:
         assert broker.management_port is not None and node.management_port is not None
         found = Pair(
             Rabbitmqadmin(broker.management_port, tmp_path_factory.mktemp("rabbitish"), MASKS),
-            Rabbitmqadmin(node.management_port, tmp_path_factory.mktemp("rabbitmq"), MASKS),
+            Rabbitmqadmin(node.management_port, tmp_path_factory.mktemp("rabbitmq"), _masks(node)),
             (
                 Api(broker.url, f"http://127.0.0.1:{broker.management_port}", "rabbitish"),
                 Api(node.url, f"http://127.0.0.1:{node.management_port}", "rabbitmq"),
