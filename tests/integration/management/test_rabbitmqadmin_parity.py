@@ -246,9 +246,9 @@ def _normal(command: str, outcome: Outcome) -> str:
         if " list channels" in command:  # rabbitish's own: which protocol a channel's
             for channel in doc:  # connection speaks (1.0 sessions are listed as channels too)
                 channel.pop("protocol", None)
-        if " list nodes" in command:  # exchange types in name order: RabbitMQ's registry's
+        if " list nodes" in command:
             doc = [{k: v for k, v in node.items() if k in NODE_FIELDS} for node in doc]
-            for node in doc:  # table is unordered
+            for node in doc:  # by name: RabbitMQ lists them in its registry's (unordered) order
                 node.get("exchange_types", []).sort(key=lambda t: t["name"])
         return (
             json.dumps(doc, indent=1, sort_keys=True) + f"\n{outcome.stderr}[exit {outcome.code}]"
@@ -515,8 +515,8 @@ def test_known_differences(pair: Pair) -> None:
     for kind in ("quorum", "stream"):
         mine, theirs = pair.run(f"declare queue name=typed-{kind} queue_type={kind}")
         assert mine == theirs
-        mine, theirs = pair.run("-f tsv list queues name type")
-        assert f"typed-{kind}\tclassic" in mine.stdout
+        listed = pair.rabbitish.run("-f", "tsv", "list", "queues", "name", "type")
+        assert f"typed-{kind}\tclassic" in listed.stdout
         wait_until(
             lambda kind=kind: (
                 f"typed-{kind}\t{kind}"
