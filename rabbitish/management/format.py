@@ -211,7 +211,7 @@ def vhost_json(
     rate = rates.sample(vhost, {**message_stats, **totals, **bytes_})
     return {
         "cluster_state": {NODE: "running"},
-        "default_queue_type": "classic",
+        "default_queue_type": "undefined",  # RabbitMQ 3.10 says so until a vhost sets one
         "description": description,
         "message_stats": stats.with_details(message_stats, rate),
         **stats.with_details(totals, rate),
