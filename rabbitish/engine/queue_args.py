@@ -25,12 +25,12 @@ MAX_EXPIRY_MS = 315_360_000_000  # ten years: RabbitMQ's ceiling for TTLs and x-
 MAX_SEGMENT_SIZE = 3_000_000_000  # a stream's x-stream-max-segment-size-bytes ceiling
 
 # The arguments each queue type supports, as RabbitMQ 3.10.8's queue type modules list them
-# (`capabilities()`; the same lists in 4.0.0 but for streams' x-stream-filter-size-bytes). The
-# order is RabbitMQ's: redeclare compares them in it. An argument some type supports and the
-# declared one does not is refused at declare; an argument no type knows is ignored (so the 4.x
-# clients' x-quorum-target-group-size is accepted, kept and not acted on). rabbitish backs every
-# type with its one queue; the type decides which arguments apply and what a quorum queue does
-# with returns (`QueueArguments.delivery_limit`).
+# (`capabilities()`; the same lists in 3.13.7, 4.0.0 and 4.1.0, the versions the two front
+# ends announce; later 4.x adds more). The order is RabbitMQ's: redeclare compares them in it.
+# An argument some type supports and the declared one does not is refused at declare; one no
+# type knows is ignored (so the 4.x clients' x-quorum-target-group-size is accepted, kept and
+# not acted on). rabbitish backs every type with its one queue; the type decides which
+# arguments apply and what a quorum queue does with returns (`QueueArguments`).
 SUPPORTED_ARGUMENTS: dict[str, tuple[str, ...]] = {
     "classic": (
         "x-expires",

@@ -474,7 +474,7 @@ class Topology:
         destination = self._destination(kind, destination_name)
         if destination is None:
             raise not_found(f"no {self._rs(kind, destination_name)}")
-        source.validate_binding(arguments, arg_types)
+        source.validate_binding(destination, routing_key, arguments, arg_types)
         if isinstance(destination, Queue):
             self.check_exclusive(destination, owner)
         self._add(Binding(source, destination, routing_key, dict(arguments)))

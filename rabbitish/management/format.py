@@ -30,6 +30,7 @@ EXCHANGE_TYPES = {
     "fanout": "AMQP fanout exchange, as per the AMQP specification",
     "headers": "AMQP headers exchange, as per the AMQP specification",
     "topic": "AMQP topic exchange, as per the AMQP specification",
+    "x-local-random": "Picks one random local binding (queue) to route via (to).",
 }
 
 
