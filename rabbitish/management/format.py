@@ -13,6 +13,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote_plus
 
+from rabbitish.engine.queue_args import queue_type_of
 from rabbitish.management import stats
 from rabbitish.management.rates import Rates
 from rabbitish.wire_names import NODE_NAME
@@ -171,7 +172,7 @@ def queue_json(queue: Queue, rates: Rates, owner: dict[str, Any] | None) -> dict
         "policy": queue.policy.name if queue.policy else None,
         "single_active_consumer_tag": None,
         "state": "running",
-        "type": "classic",
+        "type": queue_type_of(queue.arguments),
         "vhost": queue.vhost.name,
     }
     if owner is not None:

@@ -25,6 +25,7 @@ from rabbitmq_amqp_python_client import (  # noqa: E402
     ExchangeType,
     Message,
     OutcomeState,
+    QueueType,
     QuorumQueueSpecification,
     ValidationCodeException,
 )
@@ -129,6 +130,7 @@ def test_quorum_queue_with_every_argument_the_client_sends(connection, uid):
     management.declare_queue(spec)
     info = management.queue_info(uid)
     assert (info.is_durable, info.is_auto_delete, info.is_exclusive) == (True, False, False)
+    assert info.queue_type == QueueType.quorum
     assert info.arguments["x-deliver-limit"] == 10
     assert info.arguments["x-quorum-target-group-size"] == 5
     assert info.arguments["x-quorum-initial-group-size"] == 5
