@@ -15,6 +15,7 @@ from rabbitish.engine.queue_args import (
     check_args_equivalence,
     check_queue_properties,
     check_server_named,
+    effective_arguments,
     equivalence_keys,
     queue_type_of,
     validate_queue_arguments,
@@ -175,3 +176,15 @@ def test_what_a_queue_acts_on(args, limit, counts, overflow):
         counts,
         overflow,
     )
+
+
+def test_a_delivery_limit_policy_and_argument_the_lower_wins():
+    args = {"x-queue-type": "quorum", "x-delivery-limit": 5}
+    assert (
+        QueueArguments.parse(effective_arguments(args, {"delivery-limit": 2})).delivery_limit == 2
+    )
+    assert (
+        QueueArguments.parse(effective_arguments(args, {"delivery-limit": 9})).delivery_limit == 5
+    )
+    policy_only = effective_arguments({"x-queue-type": "quorum"}, {"delivery-limit": 1})
+    assert QueueArguments.parse(policy_only).delivery_limit == 1
