@@ -285,11 +285,19 @@ def _check_header(path: Path) -> None:
     page_size = int.from_bytes(header[16:18], "big")
     page_size = 65536 if page_size == 1 else page_size
     size = path.stat().st_size
-    if page_size < 512 or size % page_size:
+    # A part page at the end with a -wal file beside it is a checkpoint a power cut tore: the
+    # -wal still holds those pages and SQLite writes them again (the content check reads it).
+    torn_checkpoint = bool(size % page_size) and _has_wal(path)
+    if page_size < 512 or (size % page_size and not torn_checkpoint):
         raise StoreError(
             f"{path}: truncated or damaged rabbitish database ({size} bytes is not a whole "
             f"number of {page_size}-byte pages); {RESTORE}"
         )
+
+
+def _has_wal(path: Path) -> bool:
+    wal = Path(f"{path}-wal")
+    return wal.exists() and wal.stat().st_size > 0
 
 
 def _check_content(conn: sqlite3.Connection, path: Path) -> int:
