@@ -108,12 +108,14 @@ class CutReport:
     lost_bytes: int = 0
     lost_names: int = 0
     torn: list[str] = field(default_factory=list)  # "path: kept k of n bytes"
+    by_file: dict[str, int] = field(default_factory=dict)  # path -> writes lost
 
     def line(self) -> str:
         torn = "; ".join(self.torn) if self.torn else "none"
+        files = ", ".join(f"{path} {n}" for path, n in sorted(self.by_file.items()))
         return (
-            f"{self.mode}: lost {self.lost_writes} writes ({self.lost_bytes} bytes) and "
-            f"{self.lost_names} name changes; torn: {torn}"
+            f"{self.mode}: lost {self.lost_writes} writes ({self.lost_bytes} bytes"
+            f"{': ' + files if files else ''}) and {self.lost_names} name changes; torn: {torn}"
         )
 
 
@@ -354,6 +356,9 @@ class PowerLossTree:
         files = self.files()
         if mode == "drop":
             for node in files:
+                if node.dirty:
+                    path = node.durable or "(never named durably)"
+                    report.by_file[path] = report.by_file.get(path, 0) + len(node.dirty)
                 report.lost_writes += len(node.dirty)
                 report.lost_bytes += sum(end - start for start, end in node.dirty)
             return report
