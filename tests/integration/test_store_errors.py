@@ -227,7 +227,7 @@ async def test_crash_leftover_wal_is_read_not_refused(tmp_path, template):
 
 async def test_a_checkpoint_torn_by_a_power_cut_is_recovered_from_the_wal(tmp_path, template):
     """A power cut during a checkpoint can leave the database file ending in part of a page
-    (found by the power-loss tests' torn mode): the -wal file still holds every page of it, so
+    (a state the power-loss tests' torn mode models): the -wal file still holds every page of it, so
     the start must let SQLite recover them, not refuse the file as truncated."""
     data = tmp_path / "data"
     shutil.copytree(template, data)

@@ -25,7 +25,7 @@ ROOT = Path(__file__).resolve().parents[3]
 FS_MODULE = "tests.support.powerloss.fs"
 MOUNT_TIMEOUT = 10.0
 # Cuts per mode per ledger: a few in the suite, `make powerloss` sets 50.
-CUTS = int(os.environ.get("POWERLOSS_CUTS", "3"))
+CUTS = int(os.environ.get("POWERLOSS_CUTS", "5"))
 
 
 class PowerLoss:
