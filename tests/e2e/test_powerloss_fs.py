@@ -31,9 +31,10 @@ def listing(root) -> dict[str, bytes]:
 def test_only_synced_data_and_names_survive_a_drop(tmp_path):
     tree = PowerLossTree(tmp_path)
     tree.mkdir("/d", 0o755)
+    tree.fsyncdir(tree.root)  # the name of d
     kept = tree.create("/d/kept", 0o644)
     tree.write(kept, b"synced", 0)
-    tree.fsync(kept)  # its data and its name (and its directory's creation)
+    tree.fsync(kept)  # its data and its name
     tree.write(kept, b"SYNCED and more", 0)
     lost = tree.create("/d/lost", 0o644)
     tree.write(lost, b"never synced", 0)
@@ -65,6 +66,29 @@ def test_a_name_is_durable_once_its_file_or_directory_is_synced_not_another(tmp_
     report = tree.cut("drop", random.Random(1))
     assert listing(tmp_path) == {"a": b"one", "b": b"two", "d/c": b"three"}
     assert report.lost_names == 1
+
+
+def test_a_new_directory_is_durable_once_its_parent_is_synced(tmp_path):
+    """POSIX: a directory's name is in its parent. Syncing what is under a new directory (or the
+    directory itself) makes its creation reach the disk, but a cut takes it away again, with all
+    it holds, unless the parent was synced since."""
+    tree = PowerLossTree(tmp_path)
+    tree.mkdir("/a", 0o755)
+    tree.mkdir("/a/b", 0o755)
+    inner = tree.create("/a/b/f", 0o644)
+    tree.write(inner, b"synced", 0)
+    tree.fsync(inner)
+    tree.fsyncdir(tree.directory("/a/b"))
+    tree.fsyncdir(tree.directory("/a"))  # names b, but a itself is still unnamed in /
+    tree.mkdir("/c", 0o755)
+    tree.fsyncdir(tree.root)  # names c (and a)
+    tree.mkdir("/c/d", 0o755)
+    other = tree.create("/c/d/g", 0o644)
+    tree.fsync(other)  # d is never named
+    report = tree.cut("drop", random.Random(1))
+    assert listing(tmp_path) == {"a/b/f": b"synced"}
+    assert sorted(os.listdir(tmp_path)) == ["a", "c"]
+    assert report.lost_dirs == ["/c/d"]
 
 
 def test_truncates_are_lost_or_kept_with_the_data(tmp_path):
@@ -216,6 +240,31 @@ def test_a_cut_while_bodies_are_spilled_leaves_a_data_dir_that_starts(mounted, m
             assert ch.queue_declare("backlog").method.message_count == 0
             # Read back through the new spill files (the durable queue is paged too).
             assert bodies(ch, "kept") == [b"%d" % i for i in range(100)]
+    finally:
+        broker.close()
+        power.unmount()
+
+
+def test_the_data_dir_the_broker_makes_survives_a_cut(mounted):
+    """The broker makes its data dir (and missing parents) and syncs each parent: without
+    that, a power cut can take the whole data dir away, confirmed messages and all (the ledgers
+    found it the first time this file system held directory names to POSIX)."""
+    power = PowerLoss(mounted, "drop", random.Random(11)).mount()
+    broker = BrokerProcess(data_dir=power.mount_point / "a" / "b" / "data", keep_port=True)
+    try:
+        broker.start()
+        with pika.BlockingConnection(pika.URLParameters(broker.url)) as conn:
+            ch = conn.channel()
+            ch.queue_declare("kept", durable=True)
+            ch.confirm_delivery()
+            for i in range(10):
+                ch.basic_publish("", "kept", b"%d" % i, pika.BasicProperties(delivery_mode=2))
+        power.cut(broker.proc)
+        broker.kill()
+        assert (power.backing / "a" / "b" / "data" / "rabbitish.db").is_file()
+        broker.start()
+        with pika.BlockingConnection(pika.URLParameters(broker.url)) as conn:
+            assert bodies(conn.channel(), "kept") == [b"%d" % i for i in range(10)]
     finally:
         broker.close()
         power.unmount()

@@ -5,11 +5,13 @@ disk), and the rules that move one into the other.
 A file's data reaches the backing dir only when the file is fsynced. Name changes (create,
 mkdir, unlink, rmdir, rename) wait in an ordered log until an fsync makes them durable: an fsync
 of a file commits the entries naming that file (its creation, its renames), an fsync of a
-directory the entries that changed what it holds (and its own creation), each with the earlier
-entries it depends on (those naming the same node, the same path or a path above or below it,
-such as the creation of its directory), in log order. Nothing else is committed: a file created
-and written but never synced, itself or through its directory, is gone after a cut. Whatever a
-cut finds unsynced is lost:
+directory the entries that changed what it holds, each with the earlier entries it depends on
+(those naming the same node, the same path or a path above or below it, such as the creation of
+its directory), in log order. Nothing else is committed: a file created and written but never
+synced, itself or through its directory, is gone after a cut. A directory's own name is held by
+its parent, so as POSIX says only an fsync of the parent makes a new directory durable: one
+whose creation was committed only because something under it was synced is gone after a cut,
+with everything under it. Whatever a cut finds unsynced is lost:
 
 - `drop`: every unsynced write, truncate and name change is thrown away (the backing dir is the
   disk as it was at the last sync);
@@ -25,6 +27,7 @@ from __future__ import annotations
 import errno
 import os
 import random
+import shutil
 import stat
 import time
 from collections.abc import Callable
@@ -108,14 +111,17 @@ class CutReport:
     lost_bytes: int = 0
     lost_names: int = 0
     torn: list[str] = field(default_factory=list)  # "path: kept k of n bytes"
+    lost_dirs: list[str] = field(default_factory=list)  # made, parent never synced
     by_file: dict[str, int] = field(default_factory=dict)  # path -> writes lost
 
     def line(self) -> str:
         torn = "; ".join(self.torn) if self.torn else "none"
         files = ", ".join(f"{path} {n}" for path, n in sorted(self.by_file.items()))
+        dirs = f"; directories lost: {', '.join(self.lost_dirs)}" if self.lost_dirs else ""
         return (
             f"{self.mode}: lost {self.lost_writes} writes ({self.lost_bytes} bytes"
-            f"{': ' + files if files else ''}) and {self.lost_names} name changes; torn: {torn}"
+            f"{': ' + files if files else ''}) and {self.lost_names} name changes{dirs}; "
+            f"torn: {torn}"
         )
 
 
@@ -134,6 +140,9 @@ class PowerLossTree:
         self.backing = Path(backing)
         self.root = DirNode(stat.S_IFDIR | 0o755, "/")
         self.log: list[NameOp] = []  # name changes not yet durable, in order
+        # Directories made on the disk whose own name is not durable yet (their parent was
+        # not synced since): a cut removes them with all they hold.
+        self.unnamed: list[DirNode] = []
         self._load(self.root, "/")
 
     # ------------------------------------------------------------------ loading
@@ -271,8 +280,17 @@ class PowerLossTree:
         self._flush(node)
 
     def fsyncdir(self, node: DirNode) -> None:
-        """What the directory holds, and its own creation, become durable."""
-        self._commit(lambda op: op.node is node or any(d is node for d in op.dirs))
+        """What the directory holds becomes durable, the names of new directories in it too."""
+        self._commit(lambda op: any(d is node for d in op.dirs))
+        self.unnamed = [
+            d
+            for d in self.unnamed
+            if not (
+                d.durable is not None
+                and parent_of(d.durable) == node.durable
+                and node.entries.get(name_of(d.durable)) is d
+            )
+        ]
 
     def _commit(self, wanted: Callable[[NameOp], bool]) -> None:
         """Apply the wanted entries and those they depend on, in log order."""
@@ -297,6 +315,8 @@ class PowerLossTree:
         elif op.kind == "mkdir":
             real.mkdir()
             op.node.durable = op.path
+            assert isinstance(op.node, DirNode)
+            self.unnamed.append(op.node)
         elif op.kind == "unlink":
             real.unlink()
             op.node.durable = None
@@ -361,9 +381,14 @@ class PowerLossTree:
                     report.by_file[path] = report.by_file.get(path, 0) + len(node.dirty)
                 report.lost_writes += len(node.dirty)
                 report.lost_bytes += sum(end - start for start, end in node.dirty)
+            for directory in self.unnamed:
+                if directory.durable is not None:
+                    shutil.rmtree(self._real(directory.durable), ignore_errors=True)
+                    report.lost_dirs.append(directory.durable)
             return report
         report.lost_names = 0
         self._commit(lambda op: True)
+        self.unnamed = []
         for node in sorted(files, key=lambda n: n.durable or ""):
             last = node.last_write
             path = node.durable
