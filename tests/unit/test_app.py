@@ -1,6 +1,7 @@
 """What a broker loads to accept its first 0-9-1 connection, and what it leaves for first use:
-the management server (aiohttp), the AMQP 1.0 bridge and its codec, the Spark connector and the
-full command line are imported only when something needs them (start-up time:
+the management server (aiohttp), the AMQP 1.0 bridge and its codec, the Spark connector, the
+full command line and (on :memory:) the store's journal are imported only when something needs
+them (start-up time:
 benchmarks/startup.py, docs/performance.md)."""
 
 from __future__ import annotations
@@ -23,6 +24,12 @@ LAZY = (
     "pyspark",
     "typer",
     "rich",
+    # an in-memory broker imports only the store's spill files (memory pressure), not the store
+    "rabbitish.store.journal",
+    "rabbitish.store.writer",
+    "rabbitish.store.recovery",
+    "rabbitish.store.access",
+    "rabbitish.store.ops",
 )
 
 SCRIPT = """
