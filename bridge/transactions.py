@@ -247,7 +247,8 @@ class TransactionTable:
 
     # ------------------------------------------------------------------ outcome
     def commit(self, declared: DeclaredTxn) -> bool:
-        """Apply the transaction; True when the completion must wait for disk."""
+        """Apply the transaction; True when the completion must wait for disk (it published:
+        a discharge of retirements alone is accepted at once, docs/transactions.md)."""
         result = declared.tx.commit()
         self._applied(declared)
         return result.needs_sync
@@ -413,14 +414,14 @@ class CoordinatorLink(ReceivingLink):
         try:
             if prepare:
                 self.table.prepare(declared)
-                touched = True  # a prepare is answered once it is on disk
+                wait = True  # a prepare is answered once it is on disk
             else:
-                touched = self.table.commit(declared)
+                wait = self.table.commit(declared)
         except AMQPError as err:  # refused (a full reject-publish queue, an id in use)
             self.table.rollback(declared)
             self._reject(delivery_id, ROLLBACK, err.text)
             return
-        if touched:
+        if wait:
             vhost = self.session.conn.vhost
             assert vhost is not None  # a session exists only on an open connection
             journal = vhost.journal

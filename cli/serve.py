@@ -167,6 +167,17 @@ def limits_problem(config: Config) -> str | None:
     return None
 
 
+def start_errors() -> tuple[type[Exception], ...]:
+    """What a bad data dir, definitions file or TLS option raises at start. Evaluated only when
+    a start fails, so a broker on :memory: without definitions never imports the store or the
+    definitions loader to be able to catch them."""
+    from rabbitish.management.definitions import DefinitionsError
+    from rabbitish.store import StoreError
+    from rabbitish.tls import TlsConfigError
+
+    return (StoreError, DefinitionsError, TlsConfigError)
+
+
 async def serve(config: Config, selector: BusyWaitSelector | None = None) -> int:
     """Start, log the one line saying where we listen, wait for a signal, stop."""
     from rabbitish.app import Broker
@@ -175,14 +186,10 @@ async def serve(config: Config, selector: BusyWaitSelector | None = None) -> int
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
-    from rabbitish.management.definitions import DefinitionsError
-    from rabbitish.store import StoreError
-    from rabbitish.tls import TlsConfigError
-
     broker = Broker(config)
     try:
         await broker.start()
-    except (StoreError, DefinitionsError, TlsConfigError) as err:
+    except start_errors() as err:
         log.error("cannot start: %s", err)
         return 2
     if selector is not None and broker.journal is not None:

@@ -1,6 +1,7 @@
 """Composition root: builds the engine, the store (recovering the data dir, unless it is
-:memory:), the AMQP 0-9-1 listener and the management HTTP API (when it has a port); the API
-accepts before the AMQP port does, and they stop in reverse. `Broker` is also the embedding API:
+:memory:), the AMQP 0-9-1 listener and the management HTTP API (when it has a port); the API's
+port accepts before the AMQP port does, AMQP is served first and the API (aiohttp) loads right
+after, and they stop in reverse. `Broker` is also the embedding API:
 `async with Broker(port=0) as b: b.url`."""
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from rabbitish.server.scheduler import LoopScheduler
 from rabbitish.server.socket_protocol import ClientSocket
 
 if TYPE_CHECKING:
+    from rabbitish.management import ManagementPorts
     from rabbitish.management.server import ManagementServer
 
 log = logging.getLogger("rabbitish")
@@ -120,26 +122,10 @@ class Broker:
         if self.config.tls_port is not None:
             assert tls is not None
             await self._start_tls(node, config, registry, tls)
-        if self.config.management_port:
-            try:
-                await self.start_management(self.config.management_port)
-            except OSError as err:
-                log.warning(
-                    "management API not started on port %s: %s",
-                    self.config.management_port,
-                    err.strerror or err,
-                )
-        if self.management is not None and self.config.prometheus_port:
-            try:
-                port = self.config.prometheus_port
-                await self.management.start_prometheus(self.config.host, port)
-            except OSError as err:
-                log.warning(
-                    "metrics not served on port %s: %s",
-                    self.config.prometheus_port,
-                    err.strerror or err,
-                )
+        management = await self._open_management()
         await self._server.start_serving()
+        if management is not None:
+            await self._serve_management(management)
 
     async def _start_tls(
         self, node: Node, config: Config, registry: set[ClientSocket], context: ssl.SSLContext
@@ -201,16 +187,42 @@ class Broker:
         for proto in list(self._connections):
             proto.alarms_changed()
 
+    async def _open_management(self) -> ManagementPorts | None:
+        """The management ports, accepting before the AMQP port does (as in RabbitMQ: whoever
+        sees 5672 open may call the API at once); None when the API is off or its port is
+        taken (logged: the broker runs without it)."""
+        if not self.config.management_port:
+            return None
+        from rabbitish.management import open_management
+
+        config = self.config
+        try:
+            return await open_management(config, config.management_port, config.prometheus_port)
+        except OSError as err:
+            log.warning(
+                "management API not started on port %s: %s",
+                config.management_port,
+                err.strerror or err,
+            )
+            return None
+
+    async def _serve_management(self, ports: ManagementPorts) -> None:
+        """Load the API (aiohttp, in a worker thread while AMQP is already served) and serve
+        it on its open ports."""
+        from rabbitish.management import start_management
+
+        assert self.node is not None and self.port is not None
+        self.management = await start_management(self.node, self.config, self.port, ports)
+        self.management_port = self.management.port
+        self.management.api.tls_port = self.tls_port
+
     async def start_management(self, port: int = 0) -> int:
         """Serve the management HTTP API on `port` (0: any free port); returns the port."""
         if self.management is None:
-            from rabbitish.management import start_management
+            from rabbitish.management import open_management
 
-            assert self.node is not None and self.port is not None
-            self.management = await start_management(self.node, self.config, self.port, port)
-            self.management_port = self.management.port
-            self.management.api.tls_port = self.tls_port
-        assert self.management.port is not None  # bound by start_management
+            await self._serve_management(await open_management(self.config, port, 0))
+        assert self.management is not None and self.management.port is not None
         return self.management.port
 
     async def stop(self, grace: float = 1.0) -> None:

@@ -6,7 +6,6 @@ from statvfs, and glibc's malloc_trim to give freed heap pages back to the syste
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import os
 from collections.abc import Callable
 
@@ -71,9 +70,10 @@ def disk_free_bytes(path: str) -> int:
 
 
 def _malloc_trim() -> Callable[[], None]:
-    name = ctypes.util.find_library("c")
+    # The process's own symbols (dlopen(NULL)) include its C library's: no ctypes.util lookup,
+    # which imports subprocess and runs `ldconfig -p`, at every start.
     try:
-        trim = ctypes.CDLL(name or "libc.so.6").malloc_trim
+        trim = ctypes.CDLL(None).malloc_trim
     except (OSError, AttributeError):
         return lambda: None  # not glibc: freed memory stays with the allocator
     trim.argtypes = [ctypes.c_size_t]

@@ -69,12 +69,16 @@ class CommitResult:
     settled: list[Delivery] = field(default_factory=list)
     queues_touched: int = 0  # a commit that touched no queue completes at once
     prepared: str | None = None  # the commit was a prepare: the prepared transaction's id
+    published: bool = False  # it put a message on a queue, or applied a half message or decision
 
     @property
     def needs_sync(self) -> bool:
-        """Whether the reply must wait for the store: a commit that touched a queue, and every
-        prepare (a prepare is acknowledged only once it is on disk)."""
-        return self.queues_touched > 0 or self.prepared is not None
+        """Whether the reply must wait for the store: a commit that published, and every
+        prepare (a prepare is acknowledged only once it is on disk). A commit of settlements
+        alone (acks, rejects, releases) does not wait, as RabbitMQ's does not: its removals are
+        journaled in order like every change, so a crash before they reach the disk brings
+        such a message back, redelivered, never loses one and never reorders."""
+        return self.published or self.prepared is not None
 
 
 class Transaction:
@@ -222,6 +226,7 @@ class Transaction:
         try:
             for staged in self.publishes:
                 if staged.effect is not None:
+                    result.published = True
                     routed = staged.effect.apply(staged.message, staged.queues, touched)
                     if not routed and staged.mandatory:
                         result.returned.append(staged.message)
@@ -235,6 +240,7 @@ class Transaction:
                         touched[id(queue)] = queue
                         queue.suspend_dispatch()
                     queue.enqueue(staged.message)
+                    result.published = True
             for settlement in self.settlements:
                 for delivery in settlement.deliveries:
                     queue = delivery.queue

@@ -8,7 +8,6 @@ import base64
 import binascii
 import json
 import logging
-import ssl
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
@@ -21,6 +20,7 @@ from rabbitish.management.access import AccessApi, admin_only
 from rabbitish.management.api import Api
 from rabbitish.management.errors import NOT_FOUND_BODY, ApiError, bad_request
 from rabbitish.management.format import NODE
+from rabbitish.management.listener import EarlyListener
 
 if TYPE_CHECKING:
     from rabbitish.engine.sessions import FrontEndConnection
@@ -75,28 +75,38 @@ class ManagementServer:
         self.prometheus_port: int | None = None
         self._runner: web.AppRunner | None = None
         self._prometheus: web.AppRunner | None = None
+        self._listeners: list[EarlyListener] = []
 
-    async def start(self, host: str, port: int, ssl_context: ssl.SSLContext | None = None) -> int:
-        """Bind the API; with `ssl_context` it speaks HTTPS."""
+    async def start(self, listener: EarlyListener) -> int:
+        """Serve the API on `listener`'s port (open already, over TLS when it was opened
+        with a context)."""
         app = web.Application(middlewares=[self._errors, self._auth])
         self._routes(app)
-        self._runner, self.port = await _serve(app, host, port, ssl_context)
-        self.api.http_port = self.port
+        self._runner = await _serve(app, listener)
+        self._listeners.append(listener)
+        self.port = self.api.http_port = listener.port
         return self.port
 
-    async def start_prometheus(self, host: str, port: int) -> int:
+    async def start_prometheus(self, listener: EarlyListener) -> int:
         """`/metrics` alone on a port of its own, as RabbitMQ's prometheus plugin serves it
-        (15692 by default); raises OSError when the port cannot be bound."""
+        (15692 by default)."""
         app = web.Application()
         metrics.add_routes(app, self.api.node)
-        self._prometheus, self.prometheus_port = await _serve(app, host, port)
+        self._prometheus = await _serve(app, listener)
+        self._listeners.append(listener)
+        self.prometheus_port = listener.port
         return self.prometheus_port
 
     async def stop(self) -> None:
+        for listener in self._listeners:
+            listener.stop_accepting()
         for runner in (self._runner, self._prometheus):
             if runner is not None:
                 await runner.cleanup()
+        for listener in self._listeners:
+            await listener.close()
         self._runner = self._prometheus = None
+        self._listeners = []
 
     # ------------------------------------------------------------------ middlewares
     @web.middleware
@@ -408,20 +418,13 @@ class ManagementServer:
         return web.Response(status=204)
 
 
-async def _serve(
-    app: web.Application, host: str, port: int, ssl_context: ssl.SSLContext | None = None
-) -> tuple[web.AppRunner, int]:
-    """Bind `app` on host:port (0: any free port), over TLS when given a context; the runner
-    and the port it got."""
+async def _serve(app: web.Application, listener: EarlyListener) -> web.AppRunner:
+    """Serve `app` on `listener`'s port: its waiting connections and every later one."""
     runner = web.AppRunner(app, access_log=None, handle_signals=False)
     await runner.setup()
-    site = web.TCPSite(runner, host or None, port, reuse_address=True, ssl_context=ssl_context)
-    try:
-        await site.start()
-    except OSError:
-        await runner.cleanup()
-        raise
-    return runner, runner.addresses[0][1]
+    assert runner.server is not None  # made by setup()
+    listener.serve(runner.server)
+    return runner
 
 
 def _binding_path(info: Any) -> tuple[str, str, str, str]:

@@ -1,7 +1,7 @@
 """The tx class: select, commit, rollback on the engine's Transaction. basic.return for unroutable
 mandatory publishes goes out at commit, before tx.commit-ok; commit-ok itself is sent when the
-commit is complete (end of the current input batch, later: after the store sync). Until then any
-further method on the channel is refused as RabbitMQ refuses it."""
+commit is complete (end of the current input batch; for a commit that published, after the store
+sync). Until then any further method on the channel is refused as RabbitMQ refuses it."""
 
 from __future__ import annotations
 
@@ -45,16 +45,20 @@ def tx_commit(ch: Channel, method: commands.Tx.Commit, payload: bytes) -> None:
         )
     ch.commit_in_progress = True
     if result.needs_sync:
-        # Like RabbitMQ, which waits for the queues involved, the commit is in progress until
-        # its effects are synced to disk (in memory: for the rest of this input batch); a
-        # commit that touched no queue completes at once. A prepare (a publish to
-        # amq.rabbitish.txn, routing key `prepare`) always waits: its commit-ok is the
-        # prepare-ok, sent only once the prepared transaction is on disk.
+        # Like RabbitMQ, which waits for the queues involved, a commit that published is in
+        # progress until its effects are synced to disk (in memory: for the rest of this input
+        # batch). A prepare (a publish to amq.rabbitish.txn, routing key `prepare`) always
+        # waits: its commit-ok is the prepare-ok, sent only once the prepared transaction is on
+        # disk.
         journal = ch.vhost.journal
         position = journal.position
         ch.conn.pending_completions.append(
             lambda: journal.when_synced(position, ch.finish_commit, ch.commit_failed)
         )
+    elif result.queues_touched:
+        # Acks and rejects alone: journaled in order, not waited for (RabbitMQ does not sync
+        # them either; docs/transactions.md); complete with the rest of this input batch.
+        ch.conn.pending_completions.append(ch.finish_commit)
     else:
         ch.finish_commit()
     if result.settled:

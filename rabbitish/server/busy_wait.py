@@ -1,4 +1,7 @@
-"""Busy waiting before the event loop sleeps, as RabbitMQ's Erlang schedulers do (`+sbwt`).
+"""Busy waiting before the event loop sleeps, opt-in (`rabbitish serve --busy-wait-us 300`).
+Erlang's schedulers can do the same (`+sbwt`), but RabbitMQ 3.10 turns it off (its rabbitmq-env
+starts beam with `+sbwt none +sbwtdcpu none +sbwtdio none`), and so does rabbitish by default:
+it buys latency with CPU per round trip.
 
 A request/response client (publish, then wait for the delivery or the reply) leaves the broker
 idle for the few tens of microseconds its next message takes. If the loop sleeps in that gap,
@@ -15,7 +18,7 @@ It polls only where it pays, and never for longer than the window:
   needs the GIL that a polling loop would keep taking back first; and `CpuContention` holds it
   while the loop's own thread has to wait for a CPU (more runnable threads than CPUs), so
   polling does not take a CPU that other work is queueing for.
-`rabbitish serve --busy-wait-us 0` turns it off; embedded brokers (`rabbitish.testing`) never
+`--busy-wait-us 0` (the default) turns it off; embedded brokers (`rabbitish.testing`) never
 poll, since their loop shares the GIL with the test's own code."""
 
 from __future__ import annotations

@@ -1,5 +1,9 @@
 """Durable store (SQLite); the only place with SQL. `open_store` recovers a data dir into the
-engine and returns the journal that persists what changes from then on."""
+engine and returns the journal that persists what changes from then on.
+
+The package imports its journal, writer, recovery and SQL statements only when a store is
+opened or checked: a broker on :memory: imports `rabbitish.store.spill` (its bodies page out
+there under memory pressure) and need not wait for the rest."""
 
 from __future__ import annotations
 
@@ -8,18 +12,33 @@ import logging
 import os
 import time
 from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
-from rabbitish.engine.message import PropertyCodec
-from rabbitish.engine.node import Node
-from rabbitish.store.access import journal_access, load_access
-from rabbitish.store.journal import SqliteJournal
 from rabbitish.store.lock import DataDirLock
 from rabbitish.store.pager import KEEP_BYTES, Pager
-from rabbitish.store.recovery import RecoveryStats, recover
 from rabbitish.store.schema import CLEAN_STOP, StoreError, db_path, open_database, read_only_copy
-from rabbitish.store.writer import BACKLOG_LIMIT, JournalWriter
+
+if TYPE_CHECKING:
+    from rabbitish.engine.message import PropertyCodec
+    from rabbitish.engine.node import Node
+    from rabbitish.store.journal import SqliteJournal
+    from rabbitish.store.recovery import RecoveryStats
 
 __all__ = ["RecoveryStats", "SqliteJournal", "StoreError", "check_store", "open_store"]
+
+
+def __getattr__(name: str) -> Any:
+    # The exported classes, imported when first asked for (see the docstring).
+    if name == "SqliteJournal":
+        from rabbitish.store.journal import SqliteJournal
+
+        return SqliteJournal
+    if name == "RecoveryStats":
+        from rabbitish.store.recovery import RecoveryStats
+
+        return RecoveryStats
+    raise AttributeError(name)
+
 
 log = logging.getLogger("rabbitish.store")
 
@@ -42,11 +61,16 @@ async def open_store(
     node: Node,
     codec: PropertyCodec,
     progress: Callable[[int, int], None] | None = None,
-    backlog_limit: int = BACKLOG_LIMIT,
+    backlog_limit: int | None = None,  # None: the writer's own default
     page_out_bytes: int = KEEP_BYTES,
 ) -> tuple[SqliteJournal, RecoveryStats]:
     """Validate and recover `data_dir`, then journal every later durable change. Raises
     StoreError (one line: which file, what to do) without touching a file it cannot use."""
+    from rabbitish.store.access import journal_access, load_access
+    from rabbitish.store.journal import SqliteJournal
+    from rabbitish.store.recovery import recover
+    from rabbitish.store.writer import BACKLOG_LIMIT, JournalWriter
+
     path = db_path(data_dir)
     conn = open_database(path, fsync)
     _stage("opened")
@@ -86,7 +110,7 @@ async def open_store(
     writer = JournalWriter(
         path,
         fsync,
-        backlog_limit=backlog_limit,
+        backlog_limit=BACKLOG_LIMIT if backlog_limit is None else backlog_limit,
         pager=pager,
         on_failure=functools.partial(_store_alarm, node),
     )
@@ -109,6 +133,9 @@ def _store_alarm(node: Node, reason: str | None) -> None:
 def check_store(data_dir: str, node: Node, codec: PropertyCodec) -> RecoveryStats:
     """`serve --check`: everything a start does to `data_dir` short of serving (validate, take
     the lock, run the whole recovery into `node`), without writing to it. Raises StoreError."""
+    from rabbitish.store.access import load_access
+    from rabbitish.store.recovery import recover
+
     path = db_path(data_dir)
     if not path.exists():
         raise StoreError(

@@ -220,8 +220,10 @@ def reconcile(ledger: Ledger, contents: dict[str, list[tuple[str, bool]]]) -> No
             ids = [m for ms in unit.publishes.values() for m in ms]
             live = [m for m in ids if m not in ledger.acked]
             there = [m for m in live if m in seen]
-            # A committed ack of one of its messages proves the commit happened.
-            committed = bool(there) or len(live) < len(ids)
+            # Any of its messages back (an acked one too: its ack may be lost with the sync
+            # it did not wait for) proves the commit reached the disk; a committed ack alone
+            # does not, since an ack-only commit is answered before its sync.
+            committed = any(m in seen for m in ids)
             expect = len(live) if committed else 0
             assert len(there) == expect, f"commit visible in part: {there} of {ids}"
             if committed:

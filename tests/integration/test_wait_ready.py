@@ -1,12 +1,14 @@
-"""Start-up order and `rabbitish wait-ready`: the management API accepts before the AMQP port
-does (a script that waits for 5672 may call the API at once), and wait-ready exits 0 once both
-answer, 3 when the time runs out first."""
+"""Start-up order and `rabbitish wait-ready`: the management API's port accepts before the AMQP
+port does (a script that waits for 5672 may call the API at once, and is answered), and
+wait-ready exits 0 once both answer, 3 when the time runs out first."""
 
 from __future__ import annotations
 
+import base64
 import socket
 import subprocess
 import sys
+import urllib.request
 
 from tests.support.broker_process import MODULE
 from tests.support.ports import ReservedPort
@@ -29,6 +31,14 @@ def test_management_accepts_before_amqp(tmp_path):
         try:
             wait_until(lambda: _accepts(amqp.port), timeout=30, interval=0.001)
             assert _accepts(http.port)  # at the first moment AMQP accepts, the API already does
+            # and a request sent then is answered (aiohttp loads after AMQP is served: the
+            # connection waits for it instead of being refused)
+            overview = urllib.request.Request(
+                f"http://127.0.0.1:{http.port}/api/overview",
+                headers={"Authorization": "Basic " + base64.b64encode(b"guest:guest").decode()},
+            )
+            with urllib.request.urlopen(overview, timeout=30) as reply:
+                assert reply.status == 200
             wait_ready = [*MODULE, "wait-ready", "--url", f"http://127.0.0.1:{http.port}"]
             done = subprocess.run(
                 [*wait_ready, "--amqp-port", str(amqp.port), "--timeout", "30"],

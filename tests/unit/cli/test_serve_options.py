@@ -44,7 +44,7 @@ CHANGED = {
     "--max-message-size": "1024",
     "--consumer-timeout": "0",
     "--transaction-timeout": "2.5",
-    "--busy-wait-us": "0",
+    "--busy-wait-us": "300",
 }
 FLAGS = ["--verify-peer", "--management-tls", "--allow-remote-guest"]
 EXPECTED = Config(
@@ -71,7 +71,7 @@ EXPECTED = Config(
     max_message_size=1024,
     consumer_timeout=0,
     transaction_timeout=2.5,
-    busy_wait_us=0,
+    busy_wait_us=300,
 )
 
 

@@ -76,6 +76,29 @@ def test_commit_applies_publishes_then_settlements_and_returns_mandatory(node, v
     assert bodies(queue) == [b"first", b"second"]  # requeued in its original place
 
 
+def test_only_a_commit_that_publishes_waits_for_the_store(node, vhost):
+    """Settlements alone are journaled in order but not waited for (docs/transactions.md):
+    RabbitMQ does not sync an ack-only commit either. A publish to a queue waits; one routed
+    nowhere put nothing anywhere, so there is nothing to wait for."""
+    queue = vhost.declare_queue("q", owner=None)
+    for body in (b"1", b"2"):
+        vhost.publish("", "q", message(body))
+    acked, rejected = queue.get(settled=False), queue.get(settled=False)
+    acks = node.transactions.begin(owner=None)
+    acks.stage_settle([acked], Outcome.ACK)
+    acks.stage_settle([rejected], Outcome.DISCARD)
+    result = acks.commit()
+    assert result.queues_touched == 1 and not result.published and not result.needs_sync
+
+    publishes = node.transactions.begin(owner=None)
+    vhost.publish("", "q", message(b"3"), tx=publishes)
+    assert publishes.commit().needs_sync
+
+    unroutable = node.transactions.begin(owner=None)
+    vhost.publish("", "nowhere", message(b"4", "nowhere"), tx=unroutable)
+    assert not unroutable.commit().needs_sync
+
+
 def test_rollback_releases_acquisitions_and_hands_back_settlements(node, vhost):
     queue = vhost.declare_queue("q", owner=None)
     for body in (b"1", b"2"):

@@ -97,9 +97,10 @@ def test_zero_timeout_never_polls(pair) -> None:
     assert selector.polls == 0
 
 
-def test_serve_uses_it_unless_turned_off(monkeypatch) -> None:
+def test_serve_uses_it_only_when_turned_on(monkeypatch) -> None:
     monkeypatch.setenv("RABBITISH_EVENT_LOOP", "asyncio")  # as without uvloop installed
-    selector = busy_wait_selector(Config())
+    assert busy_wait_selector(Config()) is None  # off by default, as RabbitMQ's +sbwt none
+    selector = busy_wait_selector(Config(busy_wait_us=300))
     assert isinstance(selector, BusyWaitSelector)
     assert selector.window == pytest.approx(300e-6)
     assert selector.replies is not None  # polls only after turns that wrote
