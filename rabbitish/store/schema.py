@@ -206,6 +206,9 @@ def read_only_copy(path: Path) -> Iterator[sqlite3.Connection]:
             copy.close()
 
 
+SQLITE_PROTOCOL = 15  # "locking protocol": a read-only -shm index that needs rebuilding
+
+
 def _closed_cleanly(path: Path) -> bool:
     """Whether the last process to use the database closed it: SQLite removes the -wal file
     when the last connection closes, and only then (a kill leaves it, whatever it holds)."""
@@ -290,13 +293,26 @@ def _validate(path: Path) -> int:
     schema version."""
     _check_header(path)
     try:
-        conn = sqlite3.connect(_read_only_uri(path), uri=True)
         try:
-            return _check_content(conn, path)
-        finally:
-            conn.close()
+            return _check_read_only(_read_only_uri(path), path)
+        except sqlite3.OperationalError as err:
+            if err.sqlite_errorcode != SQLITE_PROTOCOL or "readonly_shm" not in _read_only_uri(
+                path
+            ):
+                raise
+            # A -shm index a killed writer left mid-update cannot be rebuilt without writing
+            # it: read again letting SQLite rebuild it (the -shm only; the data stay as they are).
+            return _check_read_only(_read_only_uri(path).replace("&readonly_shm=1", ""), path)
     except sqlite3.Error as err:
         raise StoreError(f"{path}: damaged rabbitish database ({_reason(err)}); {RESTORE}") from err
+
+
+def _check_read_only(uri: str, path: Path) -> int:
+    conn = sqlite3.connect(uri, uri=True)
+    try:
+        return _check_content(conn, path)
+    finally:
+        conn.close()
 
 
 def _check_header(path: Path) -> None:
