@@ -3,14 +3,17 @@ exchange as is: AMQP messages to rows and rows back to messages."""
 
 from __future__ import annotations
 
+import base64
 import datetime as dt
 import decimal
 import json
+import struct
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import pika
+import pika.data
 from pyspark.sql.types import (
     BinaryType,
     BooleanType,
@@ -39,10 +42,32 @@ SCHEMA = StructType(
         StructField("redelivered", BooleanType()),
     ]
 )
+_pika_decode_value = pika.data.decode_value
+
+
+def _decode_value(encoded: bytes, offset: int) -> tuple[Any, int]:
+    """pika's field-value decoder, except that it truncates float ('f') and double ('d')
+    header values to integers: those two are decoded here, everything else by pika."""
+    kind = encoded[offset : offset + 1]
+    if kind == b"f":
+        return struct.unpack_from(">f", encoded, offset + 1)[0], offset + 5
+    if kind == b"d":
+        return struct.unpack_from(">d", encoded, offset + 1)[0], offset + 9
+    return _pika_decode_value(encoded, offset)
+
+
+# Header tables (and arrays inside them) decode through this module-level name; every process
+# that turns messages into rows (driver and tasks) imports this module.
+pika.data.decode_value = _decode_value
+
 COLUMNS = tuple(SCHEMA.fieldNames())
 PERSISTENT = 2  # writes are transactional: by default they should also survive a restart
 # Headers that would turn a written row into a half message of someone else's transaction.
 RESERVED_HEADERS = frozenset({HALF_HEADER, CHECK_QUEUE_HEADER, CHECK_IMMUNITY_HEADER})
+
+
+# How a header value that is bytes but not UTF-8 text is shown: base64 after this prefix.
+BINARY_PREFIX = "base64:"
 
 
 class AmqpSchemaError(ValueError):
@@ -50,11 +75,15 @@ class AmqpSchemaError(ValueError):
 
 
 def render(value: Any) -> str | None:
-    """A header value as the map<string,string> column shows it (tables and arrays as JSON)."""
+    """A header value as the map<string,string> column shows it (the table of forms is in
+    docs/spark.md): tables and arrays as JSON, bytes that are not UTF-8 as base64."""
     if value is None or isinstance(value, str):
         return value
     if isinstance(value, bytes | bytearray):
-        return bytes(value).decode("utf-8", "replace")
+        try:
+            return bytes(value).decode()
+        except UnicodeDecodeError:
+            return BINARY_PREFIX + base64.b64encode(value).decode()
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, dt.datetime):

@@ -19,6 +19,7 @@ from pyspark import TaskContext
 from pyspark.sql import functions as F
 from pyspark.sql.types import BinaryType
 
+from rabbitish.spark.broker import session
 from tests.spark.conftest import ROOT
 from tests.spark.stream_job import streamed
 from tests.support.clients import bodies, pika_channel
@@ -85,15 +86,27 @@ def test_max_bytes_bounds_each_batch(spark, broker_url, uid, tmp_path):
     assert _batch_sizes(query) == [3, 3, 3, 1]
 
 
+def _source_checkpoint(url: str, checkpoint: Path) -> str | None:
+    """The standard idiom (checkpointLocation on writeStream only) where the broker prepares
+    batches; the source's own option, for its write-ahead log, where it does not."""
+    with session(url, tx=False) as amqp:
+        return None if amqp.half else str(checkpoint)
+
+
 @pytest.mark.timeout(300)  # two Spark drivers start, one in a process of its own
 def test_a_driver_killed_mid_stream_restarts_without_loss_or_duplicates(
-    spark, broker_url, uid, tmp_path
+    spark, amqp_url, broker_url, uid, tmp_path
 ):
     """The driver, its JVM and its Python workers die at once (SIGKILL to the process group)
     while batches of 25 flow from one queue to another; the restarted query (here, in the
-    test's own session) finishes the stream from the checkpoint."""
+    test's own session) finishes the stream from the checkpoint. Read from rabbitish, the
+    query is written as Spark users write one (batches are prepared transactions); read from
+    RabbitMQ, the source keeps its write-ahead log under the checkpoint. The sink is
+    rabbitish's either way (exactly once by batch id)."""
+    source_url = amqp_url
     source, target, checkpoint = f"{uid}-in", f"{uid}-out", tmp_path / "checkpoint"
-    sent = _fill(broker_url, source, 150)
+    source_checkpoint = _source_checkpoint(source_url, checkpoint)
+    sent = _fill(source_url, source, 150)
     with pika_channel(broker_url) as ch:
         ch.queue_declare(target, durable=True)
 
@@ -102,9 +115,9 @@ def test_a_driver_killed_mid_stream_restarts_without_loss_or_duplicates(
             return ch.queue_declare(target, passive=True).method.message_count
 
     env = {**os.environ, "PYTHONPATH": str(ROOT), "SPARK_LOCAL_IP": "127.0.0.1"}
-    args = [sys.executable, "-m", "tests.spark.stream_job", broker_url, source, target]
+    args = [sys.executable, "-m", "tests.spark.stream_job", source_url, source, target]
     driver = subprocess.Popen(
-        [*args, str(checkpoint)],
+        [*args, str(checkpoint), "no" if source_checkpoint is None else "yes", broker_url],
         cwd=ROOT,
         env=env,
         start_new_session=True,
@@ -119,7 +132,7 @@ def test_a_driver_killed_mid_stream_restarts_without_loss_or_duplicates(
     assert delivered() < len(sent), "the stream ended before the kill"
 
     query = (
-        streamed(spark, broker_url, source, str(checkpoint))
+        streamed(spark, source_url, source, source_checkpoint)
         .writeStream.format("amqp")
         .option("url", broker_url)
         .option("routingKey", target)
@@ -130,8 +143,11 @@ def test_a_driver_killed_mid_stream_restarts_without_loss_or_duplicates(
     query.awaitTermination()
     with pika_channel(broker_url) as ch:
         got = bodies(ch, target)
+    with pika_channel(source_url) as ch:
         assert bodies(ch, source) == []
     assert sorted(got) == sent
+    if source_checkpoint is None:
+        assert not (checkpoint / "amqp-source").exists()  # no side log
 
 
 def test_a_stopped_query_restarted_reads_nothing_twice(spark, broker_url, uid, tmp_path):
@@ -145,7 +161,7 @@ def test_a_stopped_query_restarted_reads_nothing_twice(spark, broker_url, uid, t
 
     def start(available_now: bool) -> Any:
         writer = (
-            streamed(spark, broker_url, source, str(checkpoint))
+            streamed(spark, broker_url, source, None)
             .writeStream.format("amqp")
             .option("url", broker_url)
             .option("routingKey", target)
