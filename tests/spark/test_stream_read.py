@@ -4,6 +4,7 @@ exactly once."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -11,6 +12,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pika
 import pytest
 
 pytest.importorskip("pyspark", reason="pyspark is not installed: pip install -e '.[spark]'")
@@ -20,6 +22,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import BinaryType
 
 from rabbitish.spark.broker import session
+from rabbitish.spark.stream_prepared import txn_name
 from tests.spark.conftest import ROOT
 from tests.spark.stream_job import streamed
 from tests.support.clients import bodies, pika_channel
@@ -186,3 +189,70 @@ def test_a_stopped_query_restarted_reads_nothing_twice(spark, broker_url, uid, t
         got = bodies(ch, target)
         assert bodies(ch, source) == []
     assert sorted(got) == [*sent, *(f"m{i:04}".encode() for i in range(30, 35))]
+
+
+def test_batches_left_prepared_are_read_again_by_name(spark, broker_url, uid, tmp_path):
+    """rabbitish, the standard idiom, and the two states a dead driver can leave, made by hand
+    under the names that driver would have used: a batch in Spark's offset log but not its
+    commit log, whose prepared transaction the restarted query reads back by name; and a batch
+    prepared but never recorded by Spark, which the restarted query adopts whole. Every message
+    reaches the target once, and nothing stays prepared."""
+    source, target, checkpoint = f"{uid}-in", f"{uid}-out", tmp_path / "checkpoint"
+    sent = _fill(broker_url, source, 30)
+    with pika_channel(broker_url) as ch:
+        ch.queue_declare(target, durable=True)
+
+    def run() -> list[int]:
+        query = (
+            streamed(spark, broker_url, source, None)
+            .writeStream.format("amqp")
+            .option("url", broker_url)
+            .option("routingKey", target)
+            .option("checkpointLocation", str(checkpoint))
+            .trigger(availableNow=True)
+            .start()
+        )
+        query.awaitTermination()
+        return _batch_sizes(query)
+
+    def prepare_by_hand(count: int, name: str) -> list[bytes]:
+        """Publish `count` + 3 messages, ack the first `count` into prepared `name`."""
+        start = len(sent) + len(later)
+        bodies_ = [f"m{i:04}".encode() for i in range(start, start + count + 3)]
+        with pika_channel(broker_url) as ch:
+            for body in bodies_:
+                ch.basic_publish("", source, body)
+            ch.tx_select()
+            tags = [ch.basic_get(source)[0].delivery_tag for _ in range(count)]
+            ch.basic_ack(tags[-1], multiple=True)
+            ch.basic_publish("amq.rabbitish.txn", "prepare", b"", _txn(name))
+            ch.tx_commit()
+        return bodies_
+
+    later: list[bytes] = []
+    assert run() == [25, 5]
+    last = max(int(p.name) for p in (checkpoint / "offsets").iterdir() if p.name.isdigit())
+    version, metadata, line = (checkpoint / "offsets" / str(last)).read_text().splitlines()
+    offset = json.loads(line)
+    reader, end = offset["reader"], offset["seq"]
+    assert offset["txn"] == txn_name(reader, end - 5)
+
+    # Planned and recorded by Spark (offset log), not committed: replayed, read back by name.
+    later += prepare_by_hand(5, txn_name(reader, end))
+    replayed = {"seq": end + 5, "reader": reader, "txn": txn_name(reader, end)}
+    (checkpoint / "offsets" / str(last + 1)).write_text(
+        "\n".join([version, metadata, json.dumps(replayed)])
+    )
+    assert run() == [5, 3]
+
+    # Prepared by a run that died before Spark recorded it: adopted as it was.
+    later += prepare_by_hand(4, txn_name(reader, end + 8))
+    assert run() == [4, 3]
+    with pika_channel(broker_url) as ch:
+        got = bodies(ch, target)
+        assert bodies(ch, source) == []
+    assert sorted(got) == [*sent, *later]
+
+
+def _txn(name: str) -> Any:
+    return pika.BasicProperties(headers={"x-half-txn": name})
