@@ -29,7 +29,13 @@ from pyspark.sql.streaming.datasource import (
 from pyspark.sql.types import StructType
 
 from rabbitish.spark.options import AmqpOptions
-from rabbitish.spark.schema import SCHEMA, AmqpSchemaError, message_row
+from rabbitish.spark.schema import (
+    SCHEMA,
+    AmqpSchemaError,
+    arrow_batches,
+    arrow_rows,
+    message_row,
+)
 from rabbitish.spark.stream_log import PlannedRange, StreamLog, fingerprint
 from rabbitish.spark.stream_prepared import BatchReader, decide_batches, prepare, txn_name
 from rabbitish.wire_names import HALF_TRANSACTIONS_CAPABILITY
@@ -141,9 +147,9 @@ class AmqpStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return {"seq": end}
 
     def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> list[InputPartition]:
-        """One partition holding the rows themselves: a retried task reads the very same rows,
-        and so does a batch Spark replays after a restart (from the log, or read again from
-        the broker by the name of the batch's prepared transaction)."""
+        """One partition holding the rows themselves (as an Arrow batch): a retried task reads
+        the very same rows, and so does a batch Spark replays after a restart (from the log,
+        or read again from the broker by the name of the batch's prepared transaction)."""
         first, last = int(start["seq"]), int(end["seq"])
         if self._is_prepared():
             return self._prepared_partitions(start, end)
@@ -155,7 +161,7 @@ class AmqpStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 f"write-ahead log {self.directory} (was it deleted or moved?)"
             )
         rows = [self._rows[seq] for seq in range(first, last)]
-        return [InputPartition(rows)] if rows else []
+        return [InputPartition(arrow_rows(rows))] if rows else []
 
     def commit(self, end: dict[str, Any]) -> None:
         if self._is_prepared():
@@ -172,8 +178,10 @@ class AmqpStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     # -- what Spark calls in tasks
 
-    def read(self, partition: InputPartition) -> Iterator[tuple[Any, ...]]:
-        yield from partition.value
+    def read(self, partition: InputPartition) -> Iterator[Any]:
+        """The partition's rows as the Arrow batch the planner built (PySpark 4 takes Arrow
+        record batches from Python data sources as they are)."""
+        yield from arrow_batches(partition.value)
 
     # -- prepared batches (rabbitish)
 
@@ -238,7 +246,7 @@ class AmqpStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                     f"but the broker holds {found} under that name (was it decided by hand?)"
                 )
             self._planned(end.get("reader"), first, name, rows)
-        return [InputPartition([self._rows[seq] for seq in range(first, last)])]
+        return [InputPartition(arrow_rows([self._rows[seq] for seq in range(first, last)]))]
 
     def _commit_prepared(self, end: dict[str, Any]) -> None:
         """Spark is done with every offset before `end`: commit the batch that ended there

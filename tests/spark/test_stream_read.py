@@ -220,6 +220,12 @@ def test_batches_left_prepared_are_read_again_by_name(spark, broker_url, uid, tm
         start = len(sent) + len(later)
         bodies_ = [f"m{i:04}".encode() for i in range(start, start + count + 3)]
         with pika_channel(broker_url) as ch:
+            # The last run's consumer closes as its query ends, not before awaitTermination.
+            wait_until(
+                lambda: ch.queue_declare(source, passive=True).method.consumer_count == 0,
+                timeout=30,
+                message="the last run's consumer never went",
+            )
             for body in bodies_:
                 ch.basic_publish("", source, body)
             ch.tx_select()
@@ -256,3 +262,23 @@ def test_batches_left_prepared_are_read_again_by_name(spark, broker_url, uid, tm
 
 def _txn(name: str) -> Any:
     return pika.BasicProperties(headers={"x-half-txn": name})
+
+
+@pytest.mark.rabbitmq
+def test_without_prepared_transactions_the_reader_still_needs_its_checkpoint(
+    spark, rabbitmq_url, uid, tmp_path
+):
+    """RabbitMQ announces no prepared transactions: the write-ahead log stays, and so does the
+    option it needs, with the same error when it is missing."""
+    _fill(rabbitmq_url, uid, 1)
+    writer = (
+        spark.readStream.format("amqp")
+        .option("url", rabbitmq_url)
+        .option("queue", uid)
+        .load()
+        .writeStream.format("noop")
+        .option("checkpointLocation", str(tmp_path / "checkpoint"))
+        .trigger(availableNow=True)
+    )
+    with pytest.raises(Exception, match="a streaming read needs the option checkpointLocation"):
+        writer.start().awaitTermination()
