@@ -14,8 +14,6 @@ from typing import Any
 
 import pika
 import pika.data
-import pyarrow as pa
-from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import (
     BinaryType,
     BooleanType,
@@ -63,8 +61,6 @@ def _decode_value(encoded: bytes, offset: int) -> tuple[Any, int]:
 pika.data.decode_value = _decode_value
 
 COLUMNS = tuple(SCHEMA.fieldNames())
-# The Arrow schema Spark expects of a Python data source's batches (its worker's own choice).
-ARROW_SCHEMA = to_arrow_schema(SCHEMA, timezone="UTC")
 HEADERS_COLUMN = COLUMNS.index("headers")
 PERSISTENT = 2  # writes are transactional: by default they should also survive a restart
 # Headers that would turn a written row into a half message of someone else's transaction.
@@ -119,21 +115,35 @@ def message_row(method: Any, props: pika.BasicProperties, body: bytes) -> tuple[
 def arrow_rows(rows: list[tuple[Any, ...]]) -> bytes:
     """Rows of SCHEMA as one Arrow record batch in IPC stream form: built column by column
     (in C) where they are planned, so the task hands Spark the batch as it is instead of
-    converting value by value."""
+    converting value by value. pyarrow is imported here, not with the module: batch reads
+    and writes do without it."""
+    import pyarrow as pa
+
+    schema = _arrow_schema()
     columns: list[Any] = [list(column) for column in zip(*rows, strict=True)]
     headers = columns[HEADERS_COLUMN]
     columns[HEADERS_COLUMN] = [None if h is None else list(h.items()) for h in headers]
-    arrays = [pa.array(c, type=f.type) for c, f in zip(columns, ARROW_SCHEMA, strict=True)]
-    batch = pa.RecordBatch.from_arrays(arrays, schema=ARROW_SCHEMA)
+    arrays = [pa.array(c, type=f.type) for c, f in zip(columns, schema, strict=True)]
+    batch = pa.RecordBatch.from_arrays(arrays, schema=schema)
     sink = pa.BufferOutputStream()
-    with pa.ipc.new_stream(sink, ARROW_SCHEMA) as writer:
+    with pa.ipc.new_stream(sink, schema) as writer:
         writer.write_batch(batch)
     return bytes(sink.getvalue().to_pybytes())
 
 
-def arrow_batches(data: bytes) -> Iterator[pa.RecordBatch]:
-    """What `arrow_rows` made, read back without copying the values."""
+def arrow_batches(data: bytes) -> Iterator[Any]:
+    """What `arrow_rows` made, read back (pyarrow record batches) without copying values."""
+    import pyarrow as pa
+
     yield from pa.ipc.open_stream(data)
+
+
+def _arrow_schema() -> Any:
+    """The Arrow schema Spark expects of a Python data source's batches (its worker's own
+    choice: SCHEMA, timestamps in UTC)."""
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    return to_arrow_schema(SCHEMA, timezone="UTC")
 
 
 def check_write_schema(schema: StructType) -> None:
