@@ -172,6 +172,8 @@ def run_stream(spark: SparkSession, args: argparse.Namespace) -> int:
         spark.readStream.format("amqp")
         .option("url", args.url)
         .option("queue", args.queue)
+        # Only brokers without prepared transactions (RabbitMQ) need it on the reader, for its
+        # write-ahead log; on rabbitish the writeStream's checkpoint is all a query needs.
         .option("checkpointLocation", args.checkpoint)
         .load()
     )

@@ -17,7 +17,12 @@ its publishes are held as half messages are, and its settlements (acks, nacks, r
 outcomes) lock their deliveries (`Queue.lock`): neither redelivered nor visible, until a decision
 applies them as staged (commit) or puts the messages back in place, redelivered (rollback). On
 0-9-1 a publish to amq.rabbitish.txn with routing key `prepare` on a tx channel asks for it; it
-takes effect at that channel's tx.commit (`HalfPrepare`, engine/transactions.py)."""
+takes effect at that channel's tx.commit (`HalfPrepare`, engine/transactions.py).
+
+A publish to amq.rabbitish.txn with routing key `read` and `reply_to` naming a queue puts copies
+of the messages a transaction's settlements lock on that queue, in the order they were settled,
+and decides nothing (`HalfRead`): a consumer that prepared its acks and lost its memory (a
+restarted Spark driver) learns again which messages it holds, by the transaction's name."""
 
 from __future__ import annotations
 
@@ -31,7 +36,7 @@ from typing import TYPE_CHECKING, Any
 
 from rabbitish.engine.clock import TimerHandle
 from rabbitish.engine.delivery import Delivery, Outcome, settle
-from rabbitish.engine.errors import precondition_failed
+from rabbitish.engine.errors import not_found, precondition_failed, resource_text
 from rabbitish.engine.exchanges.direct import DirectExchange
 from rabbitish.engine.message import Message, PropertyCodec
 from rabbitish.engine.queue import Queue
@@ -292,7 +297,24 @@ class HalfPrepare:
         )
 
 
-Effect = HalfPublish | HalfDecision | HalfPrepare
+class HalfRead:
+    """A publish to amq.rabbitish.txn with routing key `read`: copies of what transaction
+    `txn_id` locks go to `reply_queue` (at once, or at tx.commit when staged). It decides
+    nothing; an ID the broker does not hold is unroutable, as a decision for it is."""
+
+    decides = True
+    __slots__ = ("registry", "reply_queue", "txn_id")
+
+    def __init__(self, registry: HalfRegistry, txn_id: str, reply_queue: Queue) -> None:
+        self.registry = registry
+        self.txn_id = txn_id
+        self.reply_queue = reply_queue
+
+    def apply(self, message: Message, queues: list[Queue], touched: Touched | None) -> bool:
+        return self.registry.read(self.txn_id, self.reply_queue)
+
+
+Effect = HalfPublish | HalfDecision | HalfPrepare | HalfRead
 NOT_IN_TX = "prepare needs a transaction: publish it on a channel in tx mode"
 
 
@@ -327,6 +349,8 @@ class HalfRegistry:
                 self.check_unused(txn_id)
                 check_queue, immunity = _check_headers(headers)
                 return HalfPrepare(self, txn_id, check_queue, immunity, message.codec)
+            if routing_key == "read":
+                return self._read_effect(txn_id, message)
             commit = {"commit": True, "rollback": False}.get(routing_key)
             return HalfDecision(self, txn_id, commit)
         if value is None:
@@ -337,6 +361,19 @@ class HalfRegistry:
             raise precondition_failed(f"transaction '{txn_id}' is prepared: no work can join it")
         check_queue, immunity = _check_headers(headers)
         return HalfPublish(self, txn_id, check_queue, immunity)
+
+    def _read_effect(self, txn_id: str | None, message: Message) -> HalfRead:
+        """A read is refused when it arrives (406 without an ID or a reply_to, 404 for a
+        reply_to queue that does not exist), as RabbitMQ refuses a publish it cannot route."""
+        if txn_id is None:
+            raise precondition_failed(f"read needs an {HALF_HEADER} header")
+        reply_to = _text(message.codec.to_fields(message.raw_properties).get("reply_to"))
+        if not reply_to:
+            raise precondition_failed("read needs a reply_to property naming a queue")
+        queue = self.vhost.queues.get(reply_to)
+        if queue is None:
+            raise not_found(f"no {resource_text('queue', reply_to, self.vhost.name)}")
+        return HalfRead(self, txn_id, queue)
 
     def check_unused(self, txn_id: str) -> None:
         """406 unless `txn_id` can name a new prepared transaction: not held (undecided), and
@@ -559,6 +596,28 @@ class HalfRegistry:
             acquired = [d for d in txn.acquired if not d.settled]
             if acquired:
                 settle(acquired, Outcome.RELEASED)
+
+    # ------------------------------------------------------------------ reading
+    def read(self, txn_id: str, reply_queue: Queue) -> bool:
+        """Copies of the messages `txn_id`'s settlements lock, in settlement order, appended to
+        `reply_queue` (copies: the originals stay locked, and deciding stays the only way to
+        release them). False for an ID the broker does not hold."""
+        txn = self.txns.get(txn_id)
+        if txn is None:
+            return False
+        if reply_queue.deleted:
+            return True
+        for lock in txn.live_settlements():
+            original = lock.delivery.entry.message
+            reply_queue.enqueue(
+                original.derive(
+                    original.exchange,
+                    original.routing_key,
+                    original.raw_properties,
+                    original.extra_keys or (),
+                )
+            )
+        return True
 
     # ------------------------------------------------------------------ listing
     def list(self) -> list[HalfView]:

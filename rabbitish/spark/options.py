@@ -20,7 +20,8 @@ class AmqpOptionError(ValueError):
 @dataclass(frozen=True)
 class AmqpOptions:
     """url, queue (reads), exchange / routingKey (writes), mode, maxMessages; streaming reads
-    also checkpointLocation (where their write-ahead log lives), maxRows, maxBytes, prefetch."""
+    also maxRows, maxBytes, prefetch and, from brokers without prepared transactions,
+    checkpointLocation (where their write-ahead log lives)."""
 
     url: str = DEFAULT_URL
     queue: str | None = None
@@ -65,8 +66,9 @@ class AmqpOptions:
         return self.queue
 
     def require_checkpoint(self) -> str:
-        """A streaming read keeps its write-ahead log there; without one a driver crash would
-        lose or repeat messages, so there is no default."""
+        """A streaming read from a broker without prepared transactions keeps its write-ahead
+        log there; without one a driver crash would lose or repeat messages, so there is no
+        default."""
         if not self.checkpoint:
             raise AmqpOptionError(
                 "a streaming read needs the option checkpointLocation (the query's checkpoint "

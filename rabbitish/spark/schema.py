@@ -3,14 +3,17 @@ exchange as is: AMQP messages to rows and rows back to messages."""
 
 from __future__ import annotations
 
+import base64
 import datetime as dt
 import decimal
 import json
-from collections.abc import Mapping
+import struct
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import pika
+import pika.data
 from pyspark.sql.types import (
     BinaryType,
     BooleanType,
@@ -39,10 +42,33 @@ SCHEMA = StructType(
         StructField("redelivered", BooleanType()),
     ]
 )
+_pika_decode_value = pika.data.decode_value
+
+
+def _decode_value(encoded: bytes, offset: int) -> tuple[Any, int]:
+    """pika's field-value decoder, except that it truncates float ('f') and double ('d')
+    header values to integers: those two are decoded here, everything else by pika."""
+    kind = encoded[offset : offset + 1]
+    if kind == b"f":
+        return struct.unpack_from(">f", encoded, offset + 1)[0], offset + 5
+    if kind == b"d":
+        return struct.unpack_from(">d", encoded, offset + 1)[0], offset + 9
+    return _pika_decode_value(encoded, offset)
+
+
+# Header tables (and arrays inside them) decode through this module-level name; every process
+# that turns messages into rows (driver and tasks) imports this module.
+pika.data.decode_value = _decode_value
+
 COLUMNS = tuple(SCHEMA.fieldNames())
+HEADERS_COLUMN = COLUMNS.index("headers")
 PERSISTENT = 2  # writes are transactional: by default they should also survive a restart
 # Headers that would turn a written row into a half message of someone else's transaction.
 RESERVED_HEADERS = frozenset({HALF_HEADER, CHECK_QUEUE_HEADER, CHECK_IMMUNITY_HEADER})
+
+
+# How a header value that is bytes but not UTF-8 text is shown: base64 after this prefix.
+BINARY_PREFIX = "base64:"
 
 
 class AmqpSchemaError(ValueError):
@@ -50,11 +76,15 @@ class AmqpSchemaError(ValueError):
 
 
 def render(value: Any) -> str | None:
-    """A header value as the map<string,string> column shows it (tables and arrays as JSON)."""
+    """A header value as the map<string,string> column shows it (the table of forms is in
+    docs/spark.md): tables and arrays as JSON, bytes that are not UTF-8 as base64."""
     if value is None or isinstance(value, str):
         return value
     if isinstance(value, bytes | bytearray):
-        return bytes(value).decode("utf-8", "replace")
+        try:
+            return bytes(value).decode()
+        except UnicodeDecodeError:
+            return BINARY_PREFIX + base64.b64encode(value).decode()
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, dt.datetime):
@@ -80,6 +110,40 @@ def message_row(method: Any, props: pika.BasicProperties, body: bytes) -> tuple[
         props.priority,
         bool(method.redelivered),
     )
+
+
+def arrow_rows(rows: list[tuple[Any, ...]]) -> bytes:
+    """Rows of SCHEMA as one Arrow record batch in IPC stream form: built column by column
+    (in C) where they are planned, so the task hands Spark the batch as it is instead of
+    converting value by value. pyarrow is imported here, not with the module: batch reads
+    and writes do without it."""
+    import pyarrow as pa
+
+    schema = _arrow_schema()
+    columns: list[Any] = [list(column) for column in zip(*rows, strict=True)]
+    headers = columns[HEADERS_COLUMN]
+    columns[HEADERS_COLUMN] = [None if h is None else list(h.items()) for h in headers]
+    arrays = [pa.array(c, type=f.type) for c, f in zip(columns, schema, strict=True)]
+    batch = pa.RecordBatch.from_arrays(arrays, schema=schema)
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, schema) as writer:
+        writer.write_batch(batch)
+    return bytes(sink.getvalue().to_pybytes())
+
+
+def arrow_batches(data: bytes) -> Iterator[Any]:
+    """What `arrow_rows` made, read back (pyarrow record batches) without copying values."""
+    import pyarrow as pa
+
+    yield from pa.ipc.open_stream(data)
+
+
+def _arrow_schema() -> Any:
+    """The Arrow schema Spark expects of a Python data source's batches (its worker's own
+    choice: SCHEMA, timestamps in UTC)."""
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    return to_arrow_schema(SCHEMA, timezone="UTC")
 
 
 def check_write_schema(schema: StructType) -> None:

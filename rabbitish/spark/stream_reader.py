@@ -1,12 +1,15 @@
 """Streaming reads of one queue: a tx consumer held by the query's planner on the driver,
 offsets that number messages consecutively, message payloads carried inside the partitions,
-acks committed once Spark has committed the batch, and a write-ahead log under the checkpoint
-(stream_log) so a driver that dies loses and repeats nothing."""
+acks committed once Spark has committed the batch. A driver that dies loses and repeats
+nothing: on rabbitish each planned batch's messages are acked into a prepared transaction the
+offsets name (stream_prepared), elsewhere a write-ahead log under the checkpoint (stream_log)
+keeps them."""
 
 from __future__ import annotations
 
 import math
 import time
+import uuid
 from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -26,8 +29,16 @@ from pyspark.sql.streaming.datasource import (
 from pyspark.sql.types import StructType
 
 from rabbitish.spark.options import AmqpOptions
-from rabbitish.spark.schema import SCHEMA, AmqpSchemaError, message_row
+from rabbitish.spark.schema import (
+    SCHEMA,
+    AmqpSchemaError,
+    arrow_batches,
+    arrow_rows,
+    message_row,
+)
 from rabbitish.spark.stream_log import PlannedRange, StreamLog, fingerprint
+from rabbitish.spark.stream_prepared import BatchReader, decide_batches, prepare, txn_name
+from rabbitish.wire_names import HALF_TRANSACTIONS_CAPABILITY
 
 LOG_DIRECTORY = "amqp-source"  # under the checkpoint, one subdirectory per queue
 # Trigger.AvailableNow: how long to listen for deliveries already on their way once the queue
@@ -48,14 +59,20 @@ class Delivery:
 class AmqpStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     """Spark makes one on the driver's planner (which holds the consumer) and one per task
     (which only unpacks its partition): everything that touches the broker or the log is
-    opened on first use, never in the constructor."""
+    opened on first use, never in the constructor. Whether batches are prepared transactions
+    (the broker announces half transactions) or logged is decided when the planner connects."""
 
     def __init__(self, options: AmqpOptions, schema: StructType) -> None:
         if schema != SCHEMA:
             raise AmqpSchemaError("the amqp source has a fixed schema (rabbitish.spark.SCHEMA)")
         self.options = options
         self.queue = options.require_queue()
-        self.directory = Path(options.require_checkpoint(), LOG_DIRECTORY, quote(self.queue, ""))
+        self.directory: Path | None = None  # the write-ahead log's, when batches are logged
+        self._prepared: bool | None = None  # batches are prepared transactions (rabbitish)
+        self._batches: BatchReader | None = None
+        self._adopt_checked = False  # looked for a batch a dead run prepared but never named
+        self._txns: dict[int, tuple[int, str]] = {}  # prepared: start -> (end, txn name)
+        self._target_count: int | None = None  # Trigger.AvailableNow: messages to take, prepared
         self._log: StreamLog | None = None
         self._connection: pika.BlockingConnection | None = None
         self._consumer: Any = None
@@ -72,7 +89,9 @@ class AmqpStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     # -- what Spark calls on the driver
 
-    def initialOffset(self) -> dict[str, int]:
+    def initialOffset(self) -> dict[str, Any]:
+        if self._is_prepared():
+            return {"seq": 0}
         return {"seq": self._opened().committed()}
 
     def getDefaultReadLimit(self) -> ReadLimit:
@@ -85,16 +104,23 @@ class AmqpStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def prepareForTriggerAvailableNow(self) -> None:
         """The target is every message delivered or ready now; a count that includes copies of
         logged messages or messages another consumer takes is lowered in latestOffset."""
-        self._opened()
+        prepared = self._is_prepared()
+        if not prepared:
+            self._opened()
         ready = self._ready()
         self._pump(math.inf)
-        self._target = self._next + len(self._pending) + ready
+        if prepared:
+            self._target_count = len(self._pending) + ready
+        else:
+            self._target = self._next + len(self._pending) + ready
 
-    def latestOffset(self, start: dict[str, int], limit: ReadLimit) -> dict[str, int]:
+    def latestOffset(self, start: dict[str, Any], limit: ReadLimit) -> dict[str, Any]:
         """Acks what Spark committed (everything before `start`), then plans the next range:
         a range already in the log that starts at `start` (planned before a restart) is handed
         out again as it was; otherwise up to the limit's worth of received messages, logged
-        before the offset is returned."""
+        before the offset is returned. Prepared batches: see `_plan_prepared`."""
+        if self._is_prepared():
+            return self._plan_prepared(start, limit)
         offset = int(start["seq"])
         self._opened()
         self._settle(offset)
@@ -108,6 +134,166 @@ class AmqpStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._next = offset
         rows, size = self._caps(limit)
         want = min(rows, self.options.prefetch)
+        taken = self._take(offset, want, size)
+        if not taken:
+            return {"seq": offset}
+        end = offset + len(taken)
+        self._log_().write(PlannedRange(offset, end, [(d.fingerprint, d.row) for d in taken]))
+        for seq, delivery in enumerate(taken, offset):
+            self._rows[seq] = delivery.row
+            self._tags[seq] = delivery.tag
+        self._ranges[offset] = end
+        self._next = end
+        return {"seq": end}
+
+    def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> list[InputPartition]:
+        """One partition holding the rows themselves (as an Arrow batch): a retried task reads
+        the very same rows, and so does a batch Spark replays after a restart (from the log,
+        or read again from the broker by the name of the batch's prepared transaction)."""
+        first, last = int(start["seq"]), int(end["seq"])
+        if self._is_prepared():
+            return self._prepared_partitions(start, end)
+        self._opened()
+        missing = [seq for seq in range(first, last) if seq not in self._rows]
+        if missing:
+            raise RuntimeError(
+                f"offsets {first}..{last - 1}: {len(missing)} of them are not in the "
+                f"write-ahead log {self.directory} (was it deleted or moved?)"
+            )
+        rows = [self._rows[seq] for seq in range(first, last)]
+        return [InputPartition(arrow_rows(rows))] if rows else []
+
+    def commit(self, end: dict[str, Any]) -> None:
+        if self._is_prepared():
+            self._commit_prepared(end)
+            return
+        self._opened()
+        self._settle(int(end["seq"]))
+
+    def stop(self) -> None:
+        """Closing the connection returns every unacked message to the queue; the log keeps
+        what a restart needs."""
+        if self._connection is not None and self._connection.is_open:
+            self._connection.close()
+
+    # -- what Spark calls in tasks
+
+    def read(self, partition: InputPartition) -> Iterator[Any]:
+        """The partition's rows as the Arrow batch the planner built (PySpark 4 takes Arrow
+        record batches from Python data sources as they are)."""
+        yield from arrow_batches(partition.value)
+
+    # -- prepared batches (rabbitish)
+
+    def _plan_prepared(self, start: dict[str, Any], limit: ReadLimit) -> dict[str, Any]:
+        """Commits the batch that ended at `start` (Spark is done with it), then plans the
+        batch starting there: the first time, one named by a dead run that Spark never
+        recorded is adopted as it is; otherwise up to the limit's worth of received messages
+        are acked into a new prepared transaction, on disk before the offset is returned. The
+        query's very first offset only names the query (an empty batch), so that every batch
+        after it has a name a restarted driver can derive."""
+        offset = int(start["seq"])
+        reader = start.get("reader")
+        if reader is None:
+            return {"seq": offset, "reader": uuid.uuid4().hex}
+        self._commit_prepared(start)
+        if offset in self._txns:
+            end, name = self._txns[offset]
+            return {"seq": end, "reader": reader, "txn": name}
+        name = txn_name(str(reader), offset)
+        if not self._adopt_checked:
+            self._adopt_checked = True
+            rows = self._batch_reader().read(name)
+            if rows:
+                return self._planned(reader, offset, name, rows)
+        rows_cap, size = self._caps(limit)
+        want = min(rows_cap, self.options.prefetch)
+        if self._target_count is not None and self._target is None:
+            self._target = offset + self._target_count
+        self._next = offset
+        taken = self._take(offset, want, size)
+        if not taken:
+            return start
+        prepare(self._channel(), max(d.tag for d in taken), name)
+        return self._planned(reader, offset, name, [d.row for d in taken])
+
+    def _planned(
+        self, reader: Any, offset: int, name: str, rows: list[tuple[Any, ...]]
+    ) -> dict[str, Any]:
+        end = offset + len(rows)
+        for seq, row in enumerate(rows, offset):
+            self._rows[seq] = row
+        self._txns[offset] = (end, name)
+        self._next = end
+        return {"seq": end, "reader": reader, "txn": name}
+
+    def _prepared_partitions(
+        self, start: dict[str, Any], end: dict[str, Any]
+    ) -> list[InputPartition]:
+        """Rows planned by this run, or read again by name when Spark replays a batch the
+        previous run planned (the batch before it is then done: committed here). Fewer rows
+        than offsets come back only when the broker lost transient messages in a restart."""
+        first, last = int(start["seq"]), int(end["seq"])
+        if first == last:
+            return []
+        self._commit_prepared(start)
+        if all(seq in self._rows for seq in range(first, last)):
+            rows = [self._rows[seq] for seq in range(first, last)]
+        else:
+            name = str(end["txn"])
+            read = self._batch_reader().read(name)
+            if read is None or len(read) > last - first:
+                found = "nothing" if read is None else f"{len(read)} messages"
+                raise RuntimeError(
+                    f"offsets {first}..{last - 1} are held by prepared transaction {name!r}, "
+                    f"but the broker holds {found} under that name (was it decided by hand?)"
+                )
+            rows = read
+            for seq, row in enumerate(rows, first):
+                self._rows[seq] = row
+            self._txns[first] = (last, name)
+            self._next = max(self._next, last)
+        return [InputPartition(arrow_rows(rows))] if rows else []
+
+    def _commit_prepared(self, end: dict[str, Any]) -> None:
+        """Spark is done with every offset before `end`: commit the batch that ended there
+        (its acks apply) and forget the rows."""
+        offset = int(end["seq"])
+        name = end.get("txn")
+        if name is not None and self._committed < offset:
+            decide_batches(self._channel(), [str(name)])
+        self._committed = max(self._committed, offset)
+        for seq in [seq for seq in self._rows if seq < self._committed]:
+            del self._rows[seq]
+        for first in [first for first, (last, _) in self._txns.items() if last <= offset]:
+            del self._txns[first]
+
+    def _batch_reader(self) -> BatchReader:
+        if self._batches is None:
+            self._channel()
+            assert self._connection is not None
+            self._batches = BatchReader(self._connection)
+        return self._batches
+
+    def _is_prepared(self) -> bool:
+        """Connects on the first call: the broker's handshake says whether batches can be
+        prepared transactions; otherwise the write-ahead log needs checkpointLocation. A query
+        whose checkpoint already holds a log (started before the broker announced them, or by
+        an older reader) goes on with the log, whose offsets it understands."""
+        if self._prepared is None:
+            connection = self._connect()
+            capabilities = connection._impl.server_capabilities or {}
+            prepared = capabilities.get(HALF_TRANSACTIONS_CAPABILITY) is True
+            if self.options.checkpoint or not prepared:
+                checkpoint = self.options.require_checkpoint()
+                self.directory = Path(checkpoint, LOG_DIRECTORY, quote(self.queue, ""))
+                prepared = prepared and not self.directory.exists()
+            self._prepared = prepared
+        return self._prepared
+
+    def _take(self, offset: int, want: float, size: float) -> list[Delivery]:
+        """Up to `want` received messages (and `size` bytes, at least one message), waiting
+        for them under Trigger.AvailableNow."""
         if self._target is not None:
             want = min(want, self._target - offset)
             self._await(want)
@@ -121,45 +307,7 @@ class AmqpStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             delivery = self._pending.popleft()
             taken.append(delivery)
             total += delivery.size
-        if not taken:
-            return {"seq": offset}
-        end = offset + len(taken)
-        self._log_().write(PlannedRange(offset, end, [(d.fingerprint, d.row) for d in taken]))
-        for seq, delivery in enumerate(taken, offset):
-            self._rows[seq] = delivery.row
-            self._tags[seq] = delivery.tag
-        self._ranges[offset] = end
-        self._next = end
-        return {"seq": end}
-
-    def partitions(self, start: dict[str, int], end: dict[str, int]) -> list[InputPartition]:
-        """One partition holding the rows themselves: a retried task reads the very same rows,
-        and so does a batch Spark replays after a restart (from the log)."""
-        self._opened()
-        first, last = int(start["seq"]), int(end["seq"])
-        missing = [seq for seq in range(first, last) if seq not in self._rows]
-        if missing:
-            raise RuntimeError(
-                f"offsets {first}..{last - 1}: {len(missing)} of them are not in the "
-                f"write-ahead log {self.directory} (was it deleted or moved?)"
-            )
-        rows = [self._rows[seq] for seq in range(first, last)]
-        return [InputPartition(rows)] if rows else []
-
-    def commit(self, end: dict[str, int]) -> None:
-        self._opened()
-        self._settle(int(end["seq"]))
-
-    def stop(self) -> None:
-        """Closing the connection returns every unacked message to the queue; the log keeps
-        what a restart needs."""
-        if self._connection is not None and self._connection.is_open:
-            self._connection.close()
-
-    # -- what Spark calls in tasks
-
-    def read(self, partition: InputPartition) -> Iterator[tuple[Any, ...]]:
-        yield from partition.value
+        return taken
 
     # -- the log and the consumer
 
@@ -171,6 +319,8 @@ class AmqpStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         """Loads the log on the first call: logged ranges become replayable rows, and their
         messages are expected back from the broker (unacked when the last driver died)."""
         if self._log is None:
+            self._is_prepared()
+            assert self.directory is not None
             self._log = StreamLog(self.directory)
             self._committed = self._next = self._log.committed()
             for planned in self._log.ranges():
@@ -192,21 +342,30 @@ class AmqpStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 f"the connection consuming {self.queue!r} closed; restart the query from its "
                 "checkpoint"
             )
-        if self._connection is None:
-            params = pika.URLParameters(self.options.url)
-            if "heartbeat" not in self.options.url:
-                params.heartbeat = 0
-            self._connection = pika.BlockingConnection(params)
-            channel = self._connection.channel()
+        if self._consumer is None:
+            channel = self._connect().channel()
             channel.basic_qos(prefetch_count=self.options.prefetch)
             channel.tx_select()
             channel.basic_consume(self.queue, self._on_message, auto_ack=False)
             self._consumer = channel
         return self._consumer
 
+    def _connect(self) -> pika.BlockingConnection:
+        if self._connection is None:
+            params = pika.URLParameters(self.options.url)
+            if "heartbeat" not in self.options.url:
+                params.heartbeat = 0
+            self._connection = pika.BlockingConnection(params)
+        return self._connection
+
     def _on_message(self, _channel: Any, method: Any, props: Any, body: bytes) -> None:
-        """A redelivered copy of a logged message settles that offset; anything else is new."""
+        """A redelivered copy of a logged message settles that offset; anything else is new
+        (always, with prepared batches: what a dead run prepared is never redelivered)."""
         self._received += 1
+        if self._prepared:
+            row = message_row(method, props, body)
+            self._pending.append(Delivery(method.delivery_tag, "", row, len(body)))
+            return
         key = fingerprint(method, props, body)
         owed = self._owed.get(key)
         if method.redelivered and owed:

@@ -224,3 +224,44 @@ def test_refused_prepares(broker_url, queues, uid, setup, text):
             )
         )
         assert code == 406 and text in reply
+
+
+def test_read_copies_what_a_prepared_transaction_locks(broker_url, queues, uid):
+    """A publish to amq.rabbitish.txn with routing key `read` and reply_to puts copies of the
+    locked messages on that queue, in order, and decides nothing; an unknown ID is returned."""
+    source, target = queues
+    _fill(broker_url, source, [b"a", b"b", b"c"])
+    _consume_and_prepare(broker_url, source, target, uid, acks=2)
+    with pika_channel(broker_url) as ch:
+        ch.confirm_delivery()
+        copies = ch.queue_declare("", exclusive=True).method.queue
+        read = pika.BasicProperties(headers={"x-half-txn": uid}, reply_to=copies)
+        ch.basic_publish(TXN_EXCHANGE, "read", b"", read, mandatory=True)
+        assert bodies(ch, copies) == [b"a", b"b"]
+        assert ready(ch, source) == 1  # still locked: nothing was decided
+        unknown = pika.BasicProperties(headers={"x-half-txn": f"{uid}-none"}, reply_to=copies)
+        with pytest.raises(pika.exceptions.UnroutableError):
+            ch.basic_publish(TXN_EXCHANGE, "read", b"", unknown, mandatory=True)
+        decide(ch, uid, "rollback")
+
+
+@pytest.mark.parametrize(
+    ("headers", "reply_to", "code", "text"),
+    [
+        ({}, "copies", 406, "PRECONDITION_FAILED - read needs an x-half-txn header"),
+        ({"x-half-txn": "x"}, None, 406, "read needs a reply_to property naming a queue"),
+        ({"x-half-txn": "x"}, "nowhere", 404, "NOT_FOUND - no queue 'nowhere' in vhost '/'"),
+    ],
+)
+def test_refused_reads(broker_url, headers, reply_to, code, text):
+    with pika_channel(broker_url) as ch:
+        if reply_to == "copies":  # a queue that exists: the header is what is missing
+            reply_to = ch.queue_declare("", exclusive=True).method.queue
+        props = pika.BasicProperties(headers=headers, reply_to=reply_to)
+        got = channel_error(
+            lambda: (
+                ch.basic_publish(TXN_EXCHANGE, "read", b"", props),
+                ch.basic_qos(prefetch_count=1),
+            )
+        )
+        assert got[0] == code and text in got[1]

@@ -213,3 +213,39 @@ def test_a_prepare_publish_needs_a_transaction_and_an_id(vhost):
         vhost.publish("amq.rabbitish.txn", "prepare", Message("", "", prepare, b"", CODEC))
     with pytest.raises(AMQPError, match="prepare needs an x-half-txn header"):
         vhost.publish("amq.rabbitish.txn", "prepare", Message("", "", NO_PROPERTIES, b"", CODEC))
+
+
+# ---------------------------------------------------------------------- reading a prepared one
+def _read(txn_id: str | None, reply_to: str | None) -> Message:
+    headers = {} if txn_id is None else {"x-half-txn": txn_id}
+    fields: dict[str, Any] = {"headers": headers}
+    if reply_to is not None:
+        fields["reply_to"] = reply_to
+    return message(b"", "read", "amq.rabbitish.txn", **fields)
+
+
+def test_read_copies_locked_messages_to_the_reply_queue_and_decides_nothing(vhost):
+    work, _consumer, first, _tx, _result = _prepared(vhost, "P")
+    vhost.declare_queue("copies", owner=None)
+    result = vhost.publish("amq.rabbitish.txn", "read", _read("P", "copies"), mandatory=True)
+    assert result.routed and not result.returned
+    copies = vhost.queues["copies"]
+    assert [(e.message.body, e.message.routing_key) for e in copies.ready] == [(b"m1", "work")]
+    assert next(iter(copies.ready)).message is not first.entry.message  # the original: locked
+    [view] = vhost.half.list()
+    assert (view.id, view.acks, work.prepared) == ("P", 1, 1)
+    vhost.half.decide("P", True)
+    assert work.prepared == 0
+
+
+def test_read_of_an_unknown_id_is_unroutable_and_bad_reads_are_refused(vhost):
+    vhost.declare_queue("copies", owner=None)
+    result = vhost.publish("amq.rabbitish.txn", "read", _read("nobody", "copies"), mandatory=True)
+    assert not result.routed and result.returned
+    with pytest.raises(AMQPError, match="read needs an x-half-txn header"):
+        vhost.publish("amq.rabbitish.txn", "read", _read(None, "copies"))
+    with pytest.raises(AMQPError, match="read needs a reply_to property naming a queue"):
+        vhost.publish("amq.rabbitish.txn", "read", _read("P", None))
+    with pytest.raises(AMQPError, match="no queue 'gone' in vhost '/'") as raised:
+        vhost.publish("amq.rabbitish.txn", "read", _read("P", "gone"))
+    assert raised.value.reply_code == 404
