@@ -12,6 +12,8 @@ import sqlite3
 import subprocess
 import sys
 import tarfile
+import time
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -23,6 +25,7 @@ from pamqp import commands
 from pamqp.header import ContentHeader
 
 from rabbitish.engine.exchanges.base import Exchange
+from rabbitish.store import recovery
 from rabbitish.store.schema import DB_NAME, SCHEMA_VERSION, open_database
 from rabbitish.testing import call_in_loop, management_url, running_broker
 from tests.support.raw_amqp import RawClient
@@ -234,10 +237,28 @@ def _columns(db: Path) -> dict[str, Any]:
         conn.close()
 
 
+class _FixtureClock:
+    """The wall clock as recovery reads it: the moment the fixture was made, plus the time
+    since the test began. Expiry times are stored as wall-clock instants, and the fixtures'
+    messages carry TTLs of minutes to a day (per message, per queue, by policy, some with
+    dead-lettering): read at its making, the fixture's state is the one its manifest records,
+    whatever day the suite runs."""
+
+    def __init__(self, made_at: str) -> None:
+        self.behind = time.time() - datetime.fromisoformat(made_at).timestamp()
+
+    def time(self) -> float:
+        return time.time() - self.behind
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(time, name)
+
+
 # ---------------------------------------------------------------------- the tests
 @pytest.mark.parametrize("name", NAMES)
-def test_fixture_loads_intact_and_is_migrated(name, tmp_path):
+def test_fixture_loads_intact_and_is_migrated(name, tmp_path, monkeypatch):
     data, manifest = unpack(name, tmp_path)
+    monkeypatch.setattr(recovery, "time", _FixtureClock(manifest["made_at"]))
     killed = manifest["stop"] == "kill"
     vhosts = list(manifest["queues"])
     with running_broker(data_dir=str(data), management=True) as broker:
