@@ -407,4 +407,21 @@ def outcome_of(state: Any) -> tuple[Outcome, dict[str, bool]]:
 
 def settle_outgoing(deliveries: list[Delivery], state: Any) -> None:
     outcome, flags = outcome_of(state)
+    if isinstance(state, Modified) and state.message_annotations:
+        annotate(deliveries, state.message_annotations)
     settle(deliveries, outcome, **flags)
+
+
+def annotate(deliveries: list[Delivery], annotations: dict[Any, Any]) -> None:
+    """RabbitMQ 4 merges a `modified` outcome's annotations (keys starting "x-"; the others are
+    reserved) into the message when its queue is a quorum queue; other queues ignore them."""
+    wanted = {k: v for k, v in annotations.items() if str(k).startswith("x-")}
+    for delivery in deliveries:
+        entry = delivery.entry
+        if wanted and not delivery.settled and _is_quorum(delivery.queue):
+            entry.message = mapping.with_annotations(entry.message, wanted)
+
+
+def _is_quorum(queue: Queue) -> bool:
+    queue_type = queue.arguments.get("x-queue-type")
+    return queue_type in ("quorum", b"quorum")
