@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 SPARK_STAMP := $(VENV)/.spark-installed
 
-.PHONY: run test lint typecheck setup spark clean compat bench screenshots fuzz crash-prepared netfaults
+.PHONY: run test lint typecheck setup spark clean compat bench screenshots fuzz crash-prepared netfaults powerloss
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -54,7 +54,19 @@ fuzz: $(STAMP)
 # The long kill -9 run of prepared transactions with acks (the suite runs 5 rounds;
 # PREPARED_KILLS rounds here, default 100; RABBITISH_CRASH_SEED picks another sequence).
 crash-prepared: $(STAMP)
-	RABBITISH_PREPARED_KILLS=$${PREPARED_KILLS:-100} $(BIN)/pytest -q tests/e2e/test_prepared_crash.py
+	RABBITISH_PREPARED_KILLS=$${PREPARED_KILLS:-100} $(BIN)/pytest -q tests/e2e/test_prepared_crash.py -k kill
+
+# The long power-loss run: every crash ledger (tx publishes over 0-9-1 and 1.0 discharges with tx
+# acks, publisher confirms, half and prepared transactions) across POWERLOSS_CUTS power cuts per
+# mode (default 50) on the FUSE file system of tests/support/powerloss (docs/reliability.md);
+# what each cut threw away is written to build/powerloss-report.txt.
+POWERLOSS_LEDGERS := tests/e2e/test_crash.py tests/e2e/test_half_crash.py \
+	tests/e2e/test_prepared_crash.py tests/integration/test_group_commit.py
+
+powerloss: $(STAMP)
+	@mkdir -p build && rm -f build/powerloss-report.txt
+	POWERLOSS_CUTS=$${POWERLOSS_CUTS:-50} POWERLOSS_REPORT=$(CURDIR)/build/powerloss-report.txt \
+		$(BIN)/pytest -q -rs -m powerloss $(POWERLOSS_LEDGERS)
 
 # Every broken-network case: each fault of the proxy (stall, cut, trickle, vanish) at each point of
 # 0-9-1 transactions, confirms and half decisions and 1.0 transfers and discharges (the suite runs

@@ -25,6 +25,7 @@ from rabbitish.engine.auth import Authorize
 from rabbitish.engine.errors import AMQPError
 from rabbitish.engine.message import FieldValue
 from rabbitish.engine.queue import Queue
+from rabbitish.engine.queue_args import queue_type_of
 from rabbitish.engine.vhost import VirtualHost
 
 HTTP_RESPONSE = {"http:response": "1.1"}
@@ -342,7 +343,7 @@ def _arguments_map(arguments: dict[str, Any]) -> dict[str, Any]:
 def _queue_map(queue: Queue, vhost: str) -> dict[str, Any]:
     """A queue as RabbitMQ 4's management node describes it (one node: no leader, itself as
     the only replica)."""
-    queue_type = str(queue.arguments.get("x-queue-type", "classic"))
+    queue_type = queue_type_of(queue.arguments)
     return {
         "message_count": ULong(queue.message_count),
         "consumer_count": UInt(queue.consumer_count),

@@ -209,9 +209,35 @@ def vhosts_add(
     tags: Annotated[str, typer.Option("--tags", help="Comma-separated tags.")] = "",
     url: Url = DEFAULT_URL,
 ) -> None:
-    """Create a vhost (rabbitmqctl add_vhost)."""
-    body = {"description": description, "tags": tags}
-    _change(url, f'Adding vhost "{name}" ...', "PUT", f"/api/vhosts/{segment(name)}", body)
+    """Create a vhost (rabbitmqctl add_vhost: no one gets permissions on it). The API grants
+    the user who creates a vhost full permissions, as RabbitMQ's does; the command takes that
+    grant back."""
+    path = f"/api/vhosts/{segment(name)}"
+
+    def body() -> None:
+        say(f'Adding vhost "{name}" ...')
+        client = Client(url)
+        created = not _exists(client, path)
+        client.request("PUT", path, {"description": description, "tags": tags})
+        if created:
+            grant = f"/api/permissions/{segment(name)}/{segment(client.user)}"
+            try:
+                client.request("DELETE", grant)
+            except ApiFailure as failure:
+                if failure.status != 404:
+                    raise
+
+    run(body)
+
+
+def _exists(client: Client, path: str) -> bool:
+    try:
+        client.get(path)
+    except ApiFailure as failure:
+        if failure.status == 404:
+            return False
+        raise
+    return True
 
 
 @vhosts_cli.command("delete")

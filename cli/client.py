@@ -56,6 +56,7 @@ class Client:
             raise CliError(f"not a management URL: {url!r}", USAGE)
         user = parts.username or "guest"
         password = parts.password or "guest"
+        self.user = user  # whom the API acts for
         host = f"[{parts.hostname}]" if ":" in parts.hostname else parts.hostname
         port = parts.port or 15672
         self.base = f"{parts.scheme}://{host}:{port}{parts.path.rstrip('/')}"

@@ -560,7 +560,10 @@ class Queue:
             self.vhost.settled(self, entry)
 
     def requeue(self, entries: Iterable[QueueEntry]) -> None:
-        """Put delivered messages back at their original position."""
+        """Put delivered messages back at their original position. A quorum queue counts the
+        return: past its delivery limit the message is dead-lettered instead."""
+        if self.args.delivery_limit is not None:
+            entries = self._within_delivery_limit(entries, self.args.delivery_limit)
         any_back = False
         for entry in entries:
             self.ready.requeue(entry)
@@ -574,6 +577,19 @@ class Queue:
             ):
                 self._drop_head_over_limit()  # requeued messages count against the limit too
             self._arm_ttl()
+
+    def _within_delivery_limit(self, entries: Iterable[QueueEntry], limit: int) -> list[QueueEntry]:
+        """The entries that may come back; the others (returned more than `limit` times: each
+        delivery ends in at most one return, so the delivery count is the return count, and
+        a released delivery was uncounted before it came here) go to the dead-letter exchange
+        with reason delivery_limit, or are dropped without one (RabbitMQ's rabbit_fifo)."""
+        back: list[QueueEntry] = []
+        over: list[QueueEntry] = []
+        for entry in entries:
+            (over if entry.delivery_count > limit else back).append(entry)
+        if over:
+            self.vhost.dead_letter(self, over, "delivery_limit")
+        return back
 
     def discard(self, entries: list[QueueEntry], reason: str = "rejected") -> None:
         """Reject without requeue: dead-letter if configured, else drop."""

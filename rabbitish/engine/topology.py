@@ -23,9 +23,11 @@ from rabbitish.engine.exchanges.registry import DefaultExchange, exchange_type
 from rabbitish.engine.half import DecisionExchange
 from rabbitish.engine.queue import STAT_NAMES, Queue, QueueHost
 from rabbitish.engine.queue_args import (
-    EQUIVALENCE_CHECKED,
     check_args_equivalence,
     check_field_equivalence,
+    check_queue_properties,
+    check_server_named,
+    equivalence_keys,
     python_type_name,
     validate_queue_arguments,
 )
@@ -275,10 +277,12 @@ class Topology:
         arg_types: dict[str, str] | None = None,
         authorize: Authorize | None = None,
     ) -> Queue:
-        """queue.declare with RabbitMQ's order of checks: name, configure permission, then an
-        existing queue must match exactly in exclusivity (405), then durable, auto_delete and
-        arguments (406); a new queue with a dead-letter exchange needs read on itself and
-        write on that exchange."""
+        """queue.declare with RabbitMQ's order of checks: name (only a classic queue may be
+        server-named), configure permission, then an existing queue must match exactly in
+        exclusivity (405), then durable, auto_delete and its type's arguments (406); a new queue
+        with a dead-letter exchange needs read on itself and write on that exchange, then its
+        arguments are checked for its type and a quorum queue or stream must be durable, not
+        exclusive and not auto-delete."""
         arguments = arguments or {}
         arg_types = arg_types or {}
         self.churn["queue_declared"] += 1
@@ -287,6 +291,7 @@ class Topology:
             queue.touch()
             return queue
         if name == "":
+            check_server_named(arguments)
             name = self.generate_queue_name()
         elif name.startswith("amq."):
             raise access_refused(f"queue name '{name}' contains reserved prefix 'amq.*'")
@@ -307,7 +312,7 @@ class Topology:
                 self.queue_arg_types.get(name, {}),
                 arguments,
                 arg_types,
-                EQUIVALENCE_CHECKED,
+                equivalence_keys(existing.arguments),
             )
             existing.touch()
             return existing
@@ -316,6 +321,9 @@ class Topology:
             authorize("read", "queue", name)
             authorize("write", "exchange", dlx.decode() if isinstance(dlx, bytes) else dlx)
         validate_queue_arguments(resource, arguments, arg_types)
+        check_queue_properties(
+            resource, arguments, durable=durable, exclusive=exclusive, auto_delete=auto_delete
+        )
         return self._add_queue(
             name, durable, owner if exclusive else None, auto_delete, arguments, arg_types
         )
@@ -466,7 +474,7 @@ class Topology:
         destination = self._destination(kind, destination_name)
         if destination is None:
             raise not_found(f"no {self._rs(kind, destination_name)}")
-        source.validate_binding(arguments, arg_types)
+        source.validate_binding(destination, routing_key, arguments, arg_types)
         if isinstance(destination, Queue):
             self.check_exclusive(destination, owner)
         self._add(Binding(source, destination, routing_key, dict(arguments)))

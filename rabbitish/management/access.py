@@ -101,10 +101,9 @@ class AccessApi:
 
     # ------------------------------------------------------------------ permissions
     def list_permissions(self) -> list[dict[str, Any]]:
-        return [
-            permission_json(user, vhost, permission)
-            for (user, vhost), permission in sorted(self.node.users.permissions.items())
-        ]
+        """Sorted by vhost, then user: RabbitMQ's default sort for this list."""
+        by_vhost = sorted(self.node.users.permissions.items(), key=lambda item: item[0][::-1])
+        return [permission_json(user, vhost, permission) for (user, vhost), permission in by_vhost]
 
     def vhost_permissions(self, vhost: str) -> list[dict[str, Any]]:
         if vhost not in self.node.vhosts:
@@ -140,7 +139,8 @@ class AccessApi:
             raise not_found()
 
     # ------------------------------------------------------------------ vhosts
-    def put_vhost(self, name: str, body: dict[str, Any]) -> int:
+    def put_vhost(self, name: str, body: dict[str, Any], creator: str) -> int:
+        """Create or update a vhost; creating one grants `creator` full permissions on it."""
         tracing = tracing_flag(body)
         existed = name in self.node.vhosts
         vhost = self.node.add_vhost(name)
@@ -151,6 +151,8 @@ class AccessApi:
         self.node.vhost_changed(name)
         if tracing is not None:
             self.node.set_tracing(name, tracing)
+        if not existed:
+            grant_creator(self.node, name, creator)
         return 204 if existed else 201
 
     def delete_vhost(self, name: str) -> None:
@@ -175,6 +177,15 @@ def tracing_flag(body: dict[str, Any]) -> bool | None:
     if value in ("true", "false"):
         return value == "true"
     raise bad_request(["not_boolean", value])
+
+
+def grant_creator(node: Node, vhost: str, creator: str | None) -> None:
+    """The user who creates a vhost through the API (PUT /api/vhosts/V, or a definitions import
+    that brings a new vhost) gets full permissions on it, as RabbitMQ grants them, so a script
+    that declares a vhost and then its queues needs no permission step. Not at start-up
+    (`creator` None: RabbitMQ imports those as its internal user, who has none)."""
+    if creator is not None and creator in node.users.users:
+        node.users.set_permissions(creator, vhost, Permission(".*", ".*", ".*"))
 
 
 def admin_only(user: User) -> None:

@@ -4,11 +4,12 @@ broker's event loop and calls the engine directly (all engine calls are synchron
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote_plus
 
-from rabbitish import __version__
+from rabbitish import __version__, sysinfo
 from rabbitish.engine.errors import AMQPError
 from rabbitish.management import errors, format, messages, sessions, stats
 from rabbitish.management.clients import ClientsApi
@@ -118,6 +119,31 @@ class Api(ClientsApi):
             return []
         return [
             {"node": format.NODE, "protocol": "amqp/ssl", "ip_address": host, "port": self.tls_port}
+        ]
+
+    def list_nodes(self, user: User) -> list[dict[str, Any]]:
+        """The one node, with the fields rabbitish can report of RabbitMQ's node document (the
+        rest describe the Erlang VM). Monitoring users and administrators only, as RabbitMQ."""
+        if not user.is_monitor:
+            raise errors.not_monitor()
+        active = self.node.alarms.active
+        return [
+            {
+                "disk_free_alarm": "disk" in active or "store" in active,
+                "exchange_types": [
+                    {"name": n, "description": d, "enabled": True}
+                    for n, d in format.EXCHANGE_TYPES.items()
+                ],
+                "mem_alarm": "memory" in active,
+                "mem_used": sysinfo.rss_bytes(),
+                "name": format.NODE,
+                "os_pid": str(os.getpid()),
+                "partitions": [],
+                "processors": os.cpu_count() or 1,
+                "rates_mode": "basic",
+                "running": True,
+                "type": "disc",
+            }
         ]
 
     @staticmethod

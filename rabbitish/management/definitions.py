@@ -16,14 +16,14 @@ from rabbitish.engine.auth import parse_tags
 from rabbitish.engine.errors import REPLY_NAMES, AMQPError
 from rabbitish.engine.policies import PolicyError, make_policy
 from rabbitish.management import definitions_access as access
+from rabbitish.management.access import grant_creator
 from rabbitish.management.errors import ApiError, bad_request
 from rabbitish.management.format import RABBITMQ_VERSION, jsonable
+from rabbitish.management.parameters import OPERATOR_POLICY, unknown_component, vhost_parameters
 
 if TYPE_CHECKING:
     from rabbitish.engine.node import Node
     from rabbitish.engine.vhost import VirtualHost
-
-OPERATOR_POLICY = "operator_policy"  # the parameter component operator policies export as
 
 
 # ---------------------------------------------------------------------- export
@@ -82,22 +82,12 @@ def _bindings(vhost: VirtualHost) -> list[dict[str, Any]]:
     return found
 
 
-def _parameters(vhost: VirtualHost) -> list[dict[str, Any]]:
-    found = []
-    for policy in vhost.policies.listed(operator=True):
-        value = {k: v for k, v in policy.as_json().items() if k not in ("vhost", "name")}
-        found.append(
-            {"value": value, "vhost": vhost.name, "component": OPERATOR_POLICY, "name": policy.name}
-        )
-    return found
-
-
 def export(node: Node, vhost_name: str | None = None) -> dict[str, Any]:
     """The broker's definitions; with `vhost_name`, that vhost's only, without vhost fields in
     queues, exchanges and bindings (as RabbitMQ writes a vhost's)."""
     vhosts = [v for _, v in sorted(node.vhosts.items()) if vhost_name in (None, v.name)]
     objects = {
-        "parameters": [p for v in vhosts for p in _parameters(v)],
+        "parameters": [p for v in vhosts for p in vhost_parameters(v)],
         "policies": [p.as_json() for v in vhosts for p in v.policies.listed(operator=False)],
         "queues": [q for v in vhosts for q in _queues(v)],
         "exchanges": [e for v in vhosts for e in _exchanges(v)],
@@ -156,10 +146,8 @@ def _policy(node: Node, item: dict[str, Any], operator: bool) -> None:
 def _parameter(node: Node, item: dict[str, Any]) -> None:
     component = item.get("component")
     if component != OPERATOR_POLICY:
-        raise bad_request(
-            f"Validation failed\n\ncomponent {component} not found\n "
-            f"({item.get('vhost')}/{item.get('name')})"
-        )
+        where = f" ({item.get('vhost')}/{item.get('name')})"
+        raise bad_request(unknown_component(str(component)) + where)
     value = item.get("value")
     if not isinstance(value, dict):
         raise ApiError(500)
@@ -205,8 +193,9 @@ def _binding(node: Node, item: dict[str, Any]) -> None:
     vhost.add_binding(kind, destination, source, routing_key, arguments, {}, None)
 
 
-def _vhost_item(node: Node, item: dict[str, Any]) -> None:
+def _vhost_item(node: Node, item: dict[str, Any], creator: str | None = None) -> None:
     name = str(item["name"])
+    existed = name in node.vhosts
     vhost = node.add_vhost(name)
     metadata = item.get("metadata") or {}
     vhost.description = str(metadata.get("description", item.get("description", "")) or "")
@@ -217,6 +206,8 @@ def _vhost_item(node: Node, item: dict[str, Any]) -> None:
         if not isinstance(tracing, bool):
             raise bad_request(["case_clause", tracing])
         node.set_tracing(name, tracing)
+    if not existed:
+        grant_creator(node, name, creator)
 
 
 Step = tuple[str, Callable[..., None]]
@@ -235,14 +226,15 @@ STEPS: tuple[Step, ...] = (
 VHOST_SCOPED = frozenset({"parameters", "policies", "queues", "exchanges", "bindings"})
 
 
-def apply(node: Node, body: Any, vhost_name: str | None = None) -> None:
+def apply(node: Node, body: Any, vhost_name: str | None = None, creator: str | None = None) -> None:
     """Import `body`; with `vhost_name`, only its vhost-scoped sections, into that vhost.
+    `creator`, the user importing, gets full permissions on each vhost the import creates.
     Raises ApiError with RabbitMQ's reply for the first item it refuses (items before it stay
     applied, as in RabbitMQ)."""
     if not isinstance(body, dict):
         raise bad_request("failed_to_parse_json")
     if vhost_name is not None and vhost_name not in node.vhosts:
-        raise bad_request("vhost_not_found")
+        raise ApiError(404, "not_found", "vhost_not_found")
     for section, step in STEPS:
         if vhost_name is not None and section not in VHOST_SCOPED:
             continue
@@ -255,7 +247,10 @@ def apply(node: Node, body: Any, vhost_name: str | None = None) -> None:
             if vhost_name is not None:
                 item = {**item, "vhost": vhost_name}
             try:
-                step(node, item)
+                if section == "vhosts":
+                    _vhost_item(node, item, creator)
+                else:
+                    step(node, item)
             except AMQPError as err:
                 raise _amqp_error(err) from None
             except KeyError as err:
@@ -295,7 +290,7 @@ def add_routes(app: Any, node: Node, reply: Callable[[Any], Any], read_body: Any
             body = json.loads(raw) if raw.strip() else {}
         except (ValueError, UnicodeDecodeError):
             raise bad_request("failed_to_parse_json") from None
-        apply(node, body, request.match_info.get("vhost"))
+        apply(node, body, request.match_info.get("vhost"), request["user"].name)
         return web.Response(status=204)
 
     for path in ("/api/definitions", "/api/definitions/{vhost}"):

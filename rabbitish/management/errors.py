@@ -46,6 +46,10 @@ def not_administrator() -> ApiError:
     return ApiError(401, "not_authorised", "Not administrator user")
 
 
+def not_monitor() -> ApiError:
+    return ApiError(401, "not_authorised", "Not monitor user")
+
+
 def key_missing(keys: list[str]) -> ApiError:
     """RabbitMQ's `[{key_missing,K},...]`, printed with ~p."""
     return bad_request(erlang_terms.term_list([f"{{key_missing,{key}}}" for key in keys]))

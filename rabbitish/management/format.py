@@ -13,6 +13,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote_plus
 
+from rabbitish.engine.queue_args import queue_type_of
 from rabbitish.management import stats
 from rabbitish.management.rates import Rates
 from rabbitish.wire_names import NODE_NAME
@@ -30,6 +31,7 @@ EXCHANGE_TYPES = {
     "fanout": "AMQP fanout exchange, as per the AMQP specification",
     "headers": "AMQP headers exchange, as per the AMQP specification",
     "topic": "AMQP topic exchange, as per the AMQP specification",
+    "x-local-random": "Picks one random local binding (queue) to route via (to).",
 }
 
 
@@ -170,7 +172,7 @@ def queue_json(queue: Queue, rates: Rates, owner: dict[str, Any] | None) -> dict
         "policy": queue.policy.name if queue.policy else None,
         "single_active_consumer_tag": None,
         "state": "running",
-        "type": "classic",
+        "type": queue_type_of(queue.arguments),
         "vhost": queue.vhost.name,
     }
     if owner is not None:
@@ -211,7 +213,7 @@ def vhost_json(
     rate = rates.sample(vhost, {**message_stats, **totals, **bytes_})
     return {
         "cluster_state": {NODE: "running"},
-        "default_queue_type": "classic",
+        "default_queue_type": "undefined",  # RabbitMQ 3.10 says so until a vhost sets one
         "description": description,
         "message_stats": stats.with_details(message_stats, rate),
         **stats.with_details(totals, rate),

@@ -64,10 +64,19 @@ def _int_param(query: Mapping[str, str], name: str, default: int) -> int:
         raise bad_request(f"{name} must be an integer") from None
 
 
-def apply(items: list[dict[str, Any]], query: Mapping[str, str]) -> Any:
-    """Sort, filter, paginate and pick columns as the query asks."""
+def apply(
+    items: list[dict[str, Any]], query: Mapping[str, str], default_sort: tuple[str, ...] = ()
+) -> Any:
+    """Sort, filter, paginate and pick columns as the query asks. A list with `default_sort`
+    keys is sorted by `sort` then those, each only if the columns asked for keep it: RabbitMQ
+    picks the columns before it sorts (its bindings listed without their vhost column are
+    ordered by source across vhosts)."""
     sort = query.get("sort")
-    if sort:
+    if default_sort:
+        wanted = [c for c in query.get("columns", "").split(",") if c]
+        keys = [k for k in (*([sort] if sort else []), *default_sort) if not wanted or k in wanted]
+        items = sorted(items, key=lambda i: [_sort_key(_lookup(i, k)) for k in keys])
+    elif sort:
         items = sorted(items, key=lambda i: _sort_key(_lookup(i, sort)))
     if query.get("sort_reverse") == "true":
         items = list(reversed(items))

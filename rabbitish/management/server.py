@@ -16,7 +16,7 @@ from urllib.parse import quote
 from aiohttp import web
 
 from rabbitish.engine.auth import Peer, may_log_in_from
-from rabbitish.management import definitions, listing, metrics, policies, ui
+from rabbitish.management import definitions, listing, metrics, parameters, policies, ui
 from rabbitish.management.access import AccessApi, admin_only
 from rabbitish.management.api import Api
 from rabbitish.management.errors import NOT_FOUND_BODY, ApiError, bad_request
@@ -28,6 +28,8 @@ if TYPE_CHECKING:
 log = logging.getLogger("rabbitish.management")
 
 REALM = 'Basic realm="RabbitMQ Management"'
+# RabbitMQ's default order of /api/bindings (rabbit_mgmt_wm_bindings), applied after columns.
+BINDINGS_SORT = ("vhost", "source", "destination", "routing_key", "properties_key")
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 
@@ -141,6 +143,7 @@ class ManagementServer:
         get = app.router.add_get
         get("/api/overview", self._read(lambda r, u: a.overview(u)))
         get("/api/whoami", self._read(lambda r, u: a.whoami(u)))
+        get("/api/nodes", self._list(lambda r, u: a.list_nodes(u)))
         get("/api/vhosts", self._list(lambda r, u: a.list_vhosts(u)))
         get("/api/vhosts/{vhost}", self._read(lambda r, u: a.list_vhosts(u, r["vhost"])))
         self._access_routes(app)
@@ -167,8 +170,11 @@ class ManagementServer:
             e + "/bindings/{side:source|destination}",
             self._list(lambda r, u: a.exchange_bindings(u, r["vhost"], r["name"], r["side"])),
         )
-        get("/api/bindings", self._list(lambda r, u: a.list_bindings(u)))
-        get("/api/bindings/{vhost}", self._list(lambda r, u: a.list_bindings(u, r["vhost"])))
+        get("/api/bindings", self._list(lambda r, u: a.list_bindings(u), BINDINGS_SORT))
+        get(
+            "/api/bindings/{vhost}",
+            self._list(lambda r, u: a.list_bindings(u, r["vhost"]), BINDINGS_SORT),
+        )
         get(b, self._list(lambda r, u: a.bindings_between(u, *_binding_path(r))))
         app.router.add_post(b, self._bind)
         get(b + "/{props}", self._read(lambda r, u: a.binding(u, *_binding_path(r), r["props"])))
@@ -206,6 +212,7 @@ class ManagementServer:
         get("/api/health/checks/alarms", self._alarm_check("in effect in the cluster"))
         get("/api/health/checks/local-alarms", self._alarm_check("in effect on the node"))
         policies.add_routes(app, a, _json, _body)
+        parameters.add_routes(app, a, _json, _body)
         definitions.add_routes(app, a.node, _json, _body)
         metrics.add_routes(app, a.node)
         ui.add_routes(app)
@@ -230,7 +237,6 @@ class ManagementServer:
                 lambda r, b: access.vhost_permissions(r["vhost"]),
                 200,
             ),
-            ("PUT", "/api/vhosts/{vhost}", lambda r, b: access.put_vhost(r["vhost"], b), 0),
             ("DELETE", "/api/vhosts/{vhost}", self._delete_vhost(access), 204),
             ("PUT", "/api/tracing/{vhost}", lambda r, b: access.set_tracing(r["vhost"], True), 204),
             (
@@ -242,6 +248,7 @@ class ManagementServer:
         ]
         for method, path, fn, status in routes:
             app.router.add_route(method, path, self._admin(fn, status))
+        app.router.add_put("/api/vhosts/{vhost}", self._put_vhost(access))
 
     @staticmethod
     def _admin(fn: Callable[[Any, dict[str, Any]], Any], status: int) -> Handler:
@@ -258,6 +265,20 @@ class ManagementServer:
             if isinstance(result, list):
                 result = listing.apply(result, request.query)
             return _json(result)
+
+        return handler
+
+    @staticmethod
+    def _put_vhost(access: AccessApi) -> Handler:
+        """Create or update a vhost; the user who creates it gets full permissions on it."""
+
+        async def handler(request: web.Request) -> web.StreamResponse:
+            user = request["user"]
+            admin_only(user)
+            body = await _body(request)
+            return web.Response(
+                status=access.put_vhost(request.match_info["vhost"], body, user.name)
+            )
 
         return handler
 
@@ -320,10 +341,12 @@ class ManagementServer:
         return handler
 
     @staticmethod
-    def _list(fn: Callable[[Any, Any], list[dict[str, Any]]]) -> Handler:
+    def _list(
+        fn: Callable[[Any, Any], list[dict[str, Any]]], default_sort: tuple[str, ...] = ()
+    ) -> Handler:
         async def handler(request: web.Request) -> web.StreamResponse:
             items = fn(request.match_info, request["user"])
-            return _json(listing.apply(items, request.query))
+            return _json(listing.apply(items, request.query, default_sort))
 
         return handler
 

@@ -279,6 +279,9 @@ def basic_get(ch: Channel, method: commands.Basic.Get, payload: bytes) -> None:
         ch.unacked[tag] = delivery
         ch.ack_timeout.watch()
     message = delivery.entry.message
+    raw_properties = message.raw_properties
+    if queue.args.counts_returns:
+        raw_properties = properties.with_delivery_count(raw_properties, delivery.delivery_count - 1)
     ch.send_content(
         outgoing.get_ok(
             ch.id,
@@ -288,6 +291,6 @@ def basic_get(ch: Channel, method: commands.Basic.Get, payload: bytes) -> None:
             message.routing_key,
             queue.message_count,
         ),
-        message.raw_properties,
+        raw_properties,
         message.body,
     )

@@ -22,7 +22,7 @@ from rabbitish.engine.errors import (
 )
 from rabbitish.engine.sessions import SessionRef, SessionView
 from rabbitish.engine.transactions import Transaction
-from rabbitish.protocol import outgoing
+from rabbitish.protocol import outgoing, properties
 from rabbitish.protocol.ack_timeout import AckTimeout
 from rabbitish.protocol.confirms import PublisherConfirms
 from rabbitish.protocol.consumers import GlobalLimiter
@@ -290,8 +290,15 @@ class Channel:
         self.next_tag = tag + 1
         stats = self.stats
         stats["deliver_no_ack" if delivery.settled else "deliver"] += 1
-        if delivery.entry.delivery_count > 1:
+        entry = delivery.entry
+        message = entry.message
+        raw_properties = message.raw_properties
+        if entry.delivery_count > 1:
             stats["redeliver"] += 1
+            if delivery.queue.args.counts_returns:
+                raw_properties = properties.with_delivery_count(
+                    raw_properties, entry.delivery_count - 1
+                )
         if not delivery.settled:
             delivery.tag = tag
             self.unacked[tag] = delivery
@@ -299,8 +306,6 @@ class Channel:
             limiter = self.limiter
             if limiter.prefetch:
                 limiter.delivered()
-        entry = delivery.entry
-        message = entry.message
         parts: list[Chunk] = [
             outgoing.deliver(
                 self.id,
@@ -310,7 +315,7 @@ class Channel:
                 outgoing.names(message.exchange, message.routing_key),
             )
         ]
-        encode_content(self.id, message.raw_properties, message.body, self.conn.frame_max, parts)
+        encode_content(self.id, raw_properties, message.body, self.conn.frame_max, parts)
         self.conn.write_many(parts)
 
     def send_content(self, method_frame: bytes, raw_properties: bytes, body: bytes) -> None:

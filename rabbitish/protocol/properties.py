@@ -286,6 +286,12 @@ def with_headers(
     return _replace(raw, HEADERS, _u32.pack(len(body)) + body)
 
 
+def with_delivery_count(raw: bytes, returns: int) -> bytes:
+    """A quorum queue's delivery says how often the message came back: x-delivery-count, a
+    long, as RabbitMQ 3.10 adds it (on every basic.get, on consumer redeliveries)."""
+    return with_headers(raw, {"x-delivery-count": returns})
+
+
 def with_shortstr(raw: bytes, flag: int, value: str | None) -> bytes:
     """Set or remove a shortstr property (reply_to, expiration ...)."""
     if value is None:

@@ -7,7 +7,7 @@ import os
 import sqlite3
 import tempfile
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from urllib.parse import quote
 
@@ -228,8 +228,18 @@ def _check_dir(data_dir: Path) -> None:
     """The data dir must be (or become) a directory we can write in."""
     if data_dir.exists() and not data_dir.is_dir():
         raise StoreError(f"{data_dir}: not a directory; pass a directory as --data-dir")
+    missing = []  # the directories this start makes, innermost first
+    for folder in (data_dir, *data_dir.parents):
+        if folder.exists():
+            break
+        missing.append(folder)
     try:
         data_dir.mkdir(parents=True, exist_ok=True)
+        # A new directory's name lives in its parent: until the parent is synced, a power
+        # loss can take the whole data dir away, with every message confirmed in it.
+        for folder in reversed(missing):
+            with suppress(PermissionError):  # a parent we may not read: best effort
+                _fsync_dir(folder.parent)
     except OSError as err:
         raise StoreError(
             f"{data_dir}: cannot create the data directory ({err.strerror}); "
@@ -263,7 +273,12 @@ def _create(path: Path) -> None:
     finally:
         conn.close()
     os.replace(tmp, path)
-    fd = os.open(path.parent, os.O_RDONLY)
+    _fsync_dir(path.parent)
+
+
+def _fsync_dir(directory: Path) -> None:
+    """Make the names in `directory` (a file renamed in, a directory made) durable."""
+    fd = os.open(directory, os.O_RDONLY)
     try:
         os.fsync(fd)
     finally:
@@ -298,11 +313,19 @@ def _check_header(path: Path) -> None:
     page_size = int.from_bytes(header[16:18], "big")
     page_size = 65536 if page_size == 1 else page_size
     size = path.stat().st_size
-    if page_size < 512 or size % page_size:
+    # A part page at the end with a -wal file beside it is a checkpoint a power cut tore: the
+    # -wal still holds those pages and SQLite writes them again (the content check reads it).
+    torn_checkpoint = bool(size % page_size) and _has_wal(path)
+    if page_size < 512 or (size % page_size and not torn_checkpoint):
         raise StoreError(
             f"{path}: truncated or damaged rabbitish database ({size} bytes is not a whole "
             f"number of {page_size}-byte pages); {RESTORE}"
         )
+
+
+def _has_wal(path: Path) -> bool:
+    wal = Path(f"{path}-wal")
+    return wal.exists() and wal.stat().st_size > 0
 
 
 def _check_content(conn: sqlite3.Connection, path: Path) -> int:

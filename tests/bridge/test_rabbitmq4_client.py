@@ -5,6 +5,7 @@ addresses (docs/amqp10.md "RabbitMQ 4 clients")."""
 
 from __future__ import annotations
 
+from datetime import timedelta
 from urllib.parse import urlparse
 
 import pytest
@@ -18,11 +19,14 @@ from rabbitmq_amqp_python_client import (  # noqa: E402
     AMQPMessagingHandler,
     ClassicQueueSpecification,
     Environment,
+    ExchangeCustomSpecification,
     ExchangeSpecification,
     ExchangeToQueueBindingSpecification,
     ExchangeType,
     Message,
     OutcomeState,
+    QueueType,
+    QuorumQueueSpecification,
     ValidationCodeException,
 )
 
@@ -100,4 +104,71 @@ def test_inequivalent_redeclare_is_a_precondition_failure(connection, uid):
     with pytest.raises(ValidationCodeException, match="ErrPreconditionFailed"):
         management.declare_queue(ClassicQueueSpecification(name=uid, is_durable=True))
     management.delete_queue(uid)
+    management.close()
+
+
+def test_quorum_queue_with_every_argument_the_client_sends(connection, uid):
+    """The client's own test_declare_quorum_queue_with_args: the quorum arguments are accepted
+    for a quorum queue; those no queue type knows (x-quorum-target-group-size, and the
+    client's misspelt x-deliver-limit) are kept and ignored, as RabbitMQ does."""
+    management = connection.management()
+    spec = QuorumQueueSpecification(
+        name=uid,
+        dead_letter_exchange="my_exchange",
+        dead_letter_routing_key="my_key",
+        max_len=500000,
+        max_len_bytes=1000000000,
+        message_ttl=timedelta(seconds=2),
+        overflow_behaviour="reject-publish",
+        auto_expires=timedelta(seconds=2),
+        single_active_consumer=True,
+        deliver_limit=10,
+        dead_letter_strategy="at-least-once",
+        quorum_initial_group_size=5,
+        cluster_target_group_size=5,
+    )
+    management.declare_queue(spec)
+    info = management.queue_info(uid)
+    assert (info.is_durable, info.is_auto_delete, info.is_exclusive) == (True, False, False)
+    assert info.queue_type == QueueType.quorum
+    assert info.arguments["x-deliver-limit"] == 10
+    assert info.arguments["x-quorum-target-group-size"] == 5
+    assert info.arguments["x-quorum-initial-group-size"] == 5
+    assert info.arguments["x-dead-letter-strategy"] == "at-least-once"
+    with pytest.raises(ValidationCodeException, match="ErrPreconditionFailed"):
+        management.declare_queue(ClassicQueueSpecification(name=f"{uid}-c", max_priority=300))
+    management.delete_queue(uid)
+    management.close()
+
+
+def test_local_random_exchange_declared_bound_and_routed(connection, uid):
+    """The client's test_declare_delete_exchange_custom, then a message published to the
+    x-local-random exchange reaches exactly one of the two bound queues."""
+    management = connection.management()
+    exchange = f"{uid}-lr"
+    info = management.declare_exchange(
+        ExchangeCustomSpecification(
+            name=exchange, exchange_type="x-local-random", arguments={"x-delayed-type": "direct"}
+        )
+    )
+    assert info.name == exchange
+    queues = [f"{uid}-a", f"{uid}-b"]
+    for queue in queues:
+        management.declare_queue(ClassicQueueSpecification(name=queue, is_durable=False))
+        management.bind(
+            ExchangeToQueueBindingSpecification(
+                source_exchange=exchange, destination_queue=queue, binding_key=""
+            )
+        )
+    publisher = connection.publisher(AddressHelper.exchange_address(exchange, "ignored"))
+    for n in range(20):
+        assert publisher.publish(Message(body=f"m{n}".encode())).remote_state == (
+            OutcomeState.ACCEPTED
+        )
+    publisher.close()
+    counts = [management.queue_info(queue).message_count for queue in queues]
+    assert sum(counts) == 20
+    for queue in queues:
+        management.delete_queue(queue)
+    management.delete_exchange(exchange)
     management.close()

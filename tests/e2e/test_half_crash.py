@@ -3,7 +3,8 @@
 killed with SIGKILL at random moments and restarted. After every restart, against a ledger of
 what the workers know: no id is visible in part, every confirmed commit is visible whole, nothing
 rolled back or never committed is visible, nothing is duplicated; then every id in doubt is
-resolved with a decision and whatever it commits must be whole."""
+resolved with a decision and whatever it commits must be whole. The same ledger runs across power
+cuts (tests/support/crash.py's FAULTS): POWERLOSS_CUTS cuts per mode."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ import pika.exceptions
 import pytest
 
 from tests.support.broker_process import BrokerProcess
-from tests.support.crash import kill_mid_work
+from tests.support.crash import FAULT_PARAMS, crash_site, kill_mid_work
 from tests.support.half import bodies, decide, half
 
 QUEUES = ("half-a", "half-b")
@@ -97,11 +98,18 @@ def check(ledger: Ledger, found: dict[str, list[str]], committed_ok: set[str]) -
     return set(by_id)
 
 
-@pytest.mark.timeout(300)
-def test_half_transactions_survive_kill_9(tmp_path):
+@pytest.mark.timeout(1800)
+@pytest.mark.parametrize("fault", FAULT_PARAMS)
+def test_half_transactions_survive_crashes(tmp_path, fault):
     rng = random.Random(int(os.environ.get("RABBITISH_CRASH_SEED", "4321")))
+    with crash_site(tmp_path, fault, rng) as site:
+        run_ledger(tmp_path, site, rng)
+
+
+def run_ledger(tmp_path, site, rng) -> None:
+    kills = site.rounds(KILLS)
     broker = BrokerProcess(
-        data_dir=tmp_path / "data",
+        data_dir=site.data_dir,
         log=tmp_path / "broker.log",
         keep_port=True,
         url_query="?heartbeat=0&connection_attempts=1",
@@ -113,7 +121,7 @@ def test_half_transactions_survive_kill_9(tmp_path):
         with pika.BlockingConnection(pika.URLParameters(broker.url)) as conn:
             for queue in QUEUES:
                 conn.channel().queue_declare(queue, durable=True)
-        for round_ in range(KILLS):
+        for round_ in range(kills):
             # Kill once the workers have started a random number of ids (at least two a
             # round, however slow the machine: the count below depends on it).
             kill_mid_work(
@@ -126,6 +134,7 @@ def test_half_transactions_survive_kill_9(tmp_path):
                 workers=WORKERS,
                 least=2,
                 most=12,
+                site=site,
             )
             # Before any new decision: confirmed commits whole, in-doubt ones whole or absent.
             may_be_committed = {
@@ -157,6 +166,6 @@ def test_half_transactions_survive_kill_9(tmp_path):
                     assert txn_id in committed, f"held id {txn_id} lost its messages"
             decided_ids += len(ledger.txns)
             ledger.txns.clear()
-        assert decided_ids >= KILLS * 2
+        assert decided_ids >= kills * 2
     finally:
         broker.close()

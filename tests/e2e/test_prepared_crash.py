@@ -7,7 +7,8 @@ not at all, a confirmed commit is visible and its taken messages gone, a confirm
 becomes visible; then every id in doubt is decided, and every message of the round is exactly once
 either back on its queue or consumed by a committed transaction (nothing lost, doubled,
 half-applied or resurrected). RABBITISH_PREPARED_KILLS rounds (default 5; `make crash-prepared`
-runs more)."""
+runs more). The same ledger runs across power cuts (tests/support/crash.py's FAULTS):
+POWERLOSS_CUTS cuts per mode."""
 
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ import pika.exceptions
 import pytest
 
 from tests.support.broker_process import BrokerProcess
-from tests.support.crash import kill_mid_work
+from tests.support.crash import FAULT_PARAMS, crash_site, kill_mid_work
 from tests.support.half import bodies, decide, prepare
 
 SOURCE, RESULTS = "prep-in", "prep-out"
@@ -111,11 +112,17 @@ def visible(ledger: Ledger, results: list[str]) -> set[str]:
     return set(by_id)
 
 
-@pytest.mark.timeout(300)
-def test_prepared_transactions_with_acks_survive_kill_9(tmp_path):
+@pytest.mark.timeout(1800)
+@pytest.mark.parametrize("fault", FAULT_PARAMS)
+def test_prepared_transactions_with_acks_survive_crashes(tmp_path, fault):
     rng = random.Random(int(os.environ.get("RABBITISH_CRASH_SEED", "2718")))
+    with crash_site(tmp_path, fault, rng) as site:
+        run_ledger(tmp_path, site, rng)
+
+
+def run_ledger(tmp_path, site, rng) -> None:
     broker = BrokerProcess(
-        data_dir=tmp_path / "data",
+        data_dir=site.data_dir,
         log=tmp_path / "broker.log",
         keep_port=True,
         url_query="?heartbeat=0&connection_attempts=1",
@@ -127,7 +134,7 @@ def test_prepared_transactions_with_acks_survive_kill_9(tmp_path):
             ch = conn.channel()
             for queue in (SOURCE, RESULTS):
                 ch.queue_declare(queue, durable=True)
-        for round_ in range(KILLS):
+        for round_ in range(site.rounds(KILLS)):
             sources = [f"r{round_}s{i}" for i in range(PER_ROUND)]
             with pika.BlockingConnection(pika.URLParameters(broker.url)) as conn:
                 ch = conn.channel()
@@ -144,6 +151,7 @@ def test_prepared_transactions_with_acks_survive_kill_9(tmp_path):
                 workers=WORKERS,
                 least=2,
                 most=10,
+                site=site,
             )
 
             # Before any new decision.

@@ -6,7 +6,8 @@ or a clean restart."""
 from __future__ import annotations
 
 import asyncio
-import threading
+import os
+import random
 import time
 from collections import defaultdict
 from pathlib import Path
@@ -21,7 +22,7 @@ import rabbitish
 from rabbitish.testing import running_broker
 from tests.support.broker_process import BrokerProcess
 from tests.support.clients import pika_channel as _channel
-from tests.support.waiting import wait_until
+from tests.support.crash import FAULT_PARAMS, crash_site, kill_mid_work
 
 PERSISTENT = Basic.Properties(delivery_mode=2)
 CONNECTIONS = 20
@@ -176,36 +177,51 @@ def _read_all(url: str, queues: tuple[str, ...]) -> dict[str, list[tuple[str, bo
     return found
 
 
-def test_every_confirmed_message_survives_kill_9(tmp_path, uid):
+def _confirm_worker(url: str, name: str, logs: dict, rng: random.Random) -> None:
+    """Worker w0 keeps 50 publishes awaiting their confirms; the others publish one by one."""
+    log = logs.setdefault(name, {"confirmed": [], "in_flight": set()})
+    publish = _pipelined_publisher if name.endswith("w0") else _confirming_publisher
+    publish(url, name, logs["queues"], log)
+
+
+@pytest.mark.timeout(1800)
+@pytest.mark.parametrize("fault", FAULT_PARAMS)
+def test_every_confirmed_message_survives_a_crash(tmp_path, uid, fault):
+    """Five publishers in confirm mode; the broker crashes once they have about 50 confirms
+    each (kill -9 once, or POWERLOSS_CUTS power cuts); then every confirmed message is there,
+    once, in order, and beyond them at most some of those in flight."""
     queues = (f"{uid}-a", f"{uid}-b")
-    broker = _serve(tmp_path / "data", fsync="always")
-    try:
-        conn = pika.BlockingConnection(pika.URLParameters(broker.url))
-        for queue in queues:
-            conn.channel().queue_declare(queue, durable=True)
-        conn.close()
-        logs = {f"p{n}": {"confirmed": [], "in_flight": set()} for n in range(5)}
-        threads = [
-            threading.Thread(
-                target=_pipelined_publisher if name == "p0" else _confirming_publisher,
-                args=(broker.url, name, queues, log),
-                daemon=True,
-            )
-            for name, log in logs.items()
-        ]
-        for thread in threads:
-            thread.start()
-        wait_until(
-            lambda: min(len(log["confirmed"]) for log in logs.values()) >= 50,
-            message="publishers too slow",
-        )
-        broker.kill()
-        for thread in threads:
-            thread.join(10)
-        broker.start()
-        found = _read_all(broker.url, queues)
-    finally:
-        broker.close()
+    rng = random.Random(int(os.environ.get("RABBITISH_CRASH_SEED", "99")))
+    with crash_site(tmp_path, fault, rng) as site:
+        broker = _serve(site.data_dir, fsync="always")
+        try:
+            conn = pika.BlockingConnection(pika.URLParameters(broker.url))
+            for queue in queues:
+                conn.channel().queue_declare(queue, durable=True)
+            conn.close()
+            for round_ in range(site.rounds(1)):
+                logs: dict = {"queues": queues}
+                kill_mid_work(
+                    broker,
+                    _confirm_worker,
+                    logs,
+                    lambda logs=logs: sum(
+                        len(log["confirmed"]) for name, log in logs.items() if name != "queues"
+                    ),
+                    rng=rng,
+                    round_=round_,
+                    workers=5,
+                    least=250,
+                    most=400,
+                    site=site,
+                )
+                del logs["queues"]
+                _check_confirmed(logs, _read_all(broker.url, queues))
+        finally:
+            broker.close()
+
+
+def _check_confirmed(logs: dict, found: dict[str, list[tuple[str, bool]]]) -> None:
     everything = [mid for items in found.values() for mid, _ in items]
     assert len(everything) == len(set(everything)), "duplicates after restart"
     for name, log in logs.items():

@@ -20,6 +20,7 @@ import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import ClassVar
 
 from tests.support.ports import ReservedPort
 from tests.support.waiting import wait_until
@@ -66,6 +67,9 @@ def _listening(port: int) -> bool:
 @dataclass
 class RealRabbit:
     """A running RabbitMQ node; ``restart()`` keeps its port and data."""
+
+    # Plugins a subclass enables besides AMQP 1.0 (and management when it has a port).
+    EXTRA_PLUGINS: ClassVar[tuple[str, ...]] = ()
 
     port: int
     url: str
@@ -117,6 +121,7 @@ class RealRabbit:
                 "management.tcp.ip = 127.0.0.1",
             ]
             plugins.append("rabbitmq_management")
+        plugins += self.EXTRA_PLUGINS
         enabled = f"[{','.join(plugins)}]."
         (base / "rabbitmq.conf").write_text("\n".join(lines) + "\n")
         (base / "enabled_plugins").write_text(enabled + "\n")

@@ -92,8 +92,15 @@ class Exchange:
     def bindings_to(self, destination: Any) -> list[Binding]:
         return [b for b in self.bindings.values() if b.destination is destination]
 
-    def validate_binding(self, arguments: dict[str, Any], arg_types: dict[str, str]) -> None:
-        """Refuse binding arguments this type cannot use (406); most types accept anything."""
+    def validate_binding(
+        self,
+        destination: Any,
+        routing_key: str,
+        arguments: dict[str, Any],
+        arg_types: dict[str, str],
+    ) -> None:
+        """Refuse a binding this type cannot use (406): its arguments, key or destination (a
+        queue or an exchange); most types accept anything."""
 
     def _added(self, binding: Binding) -> None:
         pass

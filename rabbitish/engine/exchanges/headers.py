@@ -93,7 +93,13 @@ class HeadersExchange(Exchange):
     uses_routing_key = False
     type_name = "headers"
 
-    def validate_binding(self, arguments: dict[str, Any], arg_types: dict[str, str]) -> None:
+    def validate_binding(
+        self,
+        destination: Any,
+        routing_key: str,
+        arguments: dict[str, Any],
+        arg_types: dict[str, str],
+    ) -> None:
         validate_binding(arguments, arg_types)
 
     def match(self, message: Message, routing_key: str) -> Iterable[Any]:

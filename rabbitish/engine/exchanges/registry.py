@@ -10,6 +10,7 @@ from rabbitish.engine.exchanges.base import Exchange
 from rabbitish.engine.exchanges.direct import DirectExchange
 from rabbitish.engine.exchanges.fanout import FanoutExchange
 from rabbitish.engine.exchanges.headers import HeadersExchange
+from rabbitish.engine.exchanges.local_random import LocalRandomExchange
 from rabbitish.engine.exchanges.topic import TopicExchange
 from rabbitish.engine.message import Message
 
@@ -18,6 +19,8 @@ EXCHANGE_TYPES: dict[str, type[Exchange]] = {
     "fanout": FanoutExchange,
     "topic": TopicExchange,
     "headers": HeadersExchange,
+    # RabbitMQ 4.0's; 3.x refuses the name as unknown, rabbitish serves it on both protocols.
+    "x-local-random": LocalRandomExchange,
 }
 
 # Names that are atoms in RabbitMQ's VM without being exchange types: RabbitMQ calls these

@@ -22,13 +22,7 @@ from tests.support.real_rabbitmq import rabbitmq_available, real_rabbitmq
 from tests.support.restart_scenario import SERVER_NAMED, Context, observe, populate
 
 # Differences from RabbitMQ 3.10.8 that are allowed, by observation key, with the reason.
-ALLOWED: dict[str, str] = {
-    "contents/rs.q.quorum": (
-        "rabbitish runs an x-queue-type quorum queue as a classic one, so its deliveries carry "
-        "no x-delivery-count header (a queue-type difference, not a restart one: the message "
-        "itself comes back the same)"
-    ),
-}
+ALLOWED: dict[str, str] = {}
 # ...and after kill -9 only.
 ALLOWED_AFTER_KILL: dict[str, str] = {
     "contents/rs.q.expired": (

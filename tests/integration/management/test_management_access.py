@@ -170,6 +170,36 @@ def test_vhosts_are_created_described_and_deleted(api: Api) -> None:
     assert api.call("GET", "/api/vhosts/acc-vhost").status == 404
 
 
+def test_creating_a_vhost_grants_its_creator_full_permissions(api: Api) -> None:
+    """PUT /api/vhosts/V and a definitions import that brings a new vhost grant the user making
+    the request '.*' three times on it, so its next declaration there succeeds; updating a
+    vhost that exists grants nothing."""
+    admin, _ = _user(api, "acc-creator", "administrator")
+    full = {"configure": ".*", "write": ".*", "read": ".*"}
+    try:
+        assert api.call("PUT", "/api/vhosts/acc-made", auth=(admin, PASSWORD)).status == 201
+        assert api.ok("GET", "/api/vhosts/acc-made/permissions") == [
+            {"vhost": "acc-made", "user": admin, **full}
+        ]
+        queue = {"durable": False, "auto_delete": False, "arguments": {}}
+        reply = api.call("PUT", "/api/queues/acc-made/q", queue, auth=(admin, PASSWORD))
+        assert reply.status == 201
+        api.ok("DELETE", f"/api/permissions/acc-made/{admin}")
+        assert api.call("PUT", "/api/vhosts/acc-made", auth=(admin, PASSWORD)).status == 204
+        assert api.ok("GET", "/api/vhosts/acc-made/permissions") == []
+        definitions = {"vhosts": [{"name": "acc-made"}, {"name": "acc-imported"}]}
+        reply = api.call("POST", "/api/definitions", definitions, auth=(admin, PASSWORD))
+        assert reply.status in (200, 201, 204)
+        assert api.ok("GET", "/api/vhosts/acc-made/permissions") == []
+        assert api.ok("GET", "/api/vhosts/acc-imported/permissions") == [
+            {"vhost": "acc-imported", "user": admin, **full}
+        ]
+    finally:
+        for vhost in ("acc-made", "acc-imported"):
+            api.call("DELETE", f"/api/vhosts/{vhost}")
+        api.call("DELETE", f"/api/users/{admin}")
+
+
 @pytest.mark.parametrize("tags", ["administrator", "monitoring", "policymaker", "management"])
 def test_every_management_tag_opens_the_api(api: Api, tags: str) -> None:
     user = _user(api, f"acc-tag-{tags}", tags)

@@ -199,3 +199,31 @@ def test_a_locked_delivery_is_neither_outstanding_nor_ready_until_unlocked(host,
     assert queue.lock(delivery)
     queue.mark_deleted()
     assert queue.prepared == 0 and not queue.unlock(delivery)
+
+
+def test_a_quorum_queue_dead_letters_a_message_returned_past_its_delivery_limit(host, scheduler):
+    """Each return counts; a released delivery (1.0 `released`) does not."""
+    arguments = {"x-queue-type": "quorum", "x-delivery-limit": 1}
+    queue = new_queue(host, scheduler, durable=True, arguments=arguments)
+    queue.enqueue(message(body=b"a"))
+    first = queue.get(settled=False)
+    assert first is not None
+    settle([first], Outcome.RELEASED)
+    second = queue.get(settled=False)
+    assert second is not None
+    settle([second], Outcome.REQUEUE)
+    assert host.dead == []
+    third = queue.get(settled=False)
+    assert third is not None and third.delivery_count == 2
+    settle([third], Outcome.REQUEUE)
+    assert host.dead == [("q", [b"a"], "delivery_limit")]
+    assert queue.message_count == 0
+
+
+def test_a_delivery_limit_applies_to_quorum_queues_only(host, scheduler):
+    queue = new_queue(host, scheduler, arguments={"x-delivery-limit": 0})
+    queue.enqueue(message(body=b"a"))
+    delivery = queue.get(settled=False)
+    assert delivery is not None
+    settle([delivery], Outcome.REQUEUE)
+    assert (host.dead, queue.message_count) == ([], 1)

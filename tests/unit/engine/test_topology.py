@@ -236,3 +236,44 @@ def test_an_owner_closing_deletes_its_exclusive_queues_only(topology):
     topology.declare_queue("shared", owner=None)
     topology.owner_closed(owner)
     assert sorted(topology.queues) == ["shared"]
+
+
+def test_a_quorum_queue_is_checked_for_its_type_named_and_compared_by_its_arguments(topology):
+    quorum = {"x-queue-type": "quorum", "x-delivery-limit": 3}
+    resource = "queue 'q' in vhost 'vh'"
+    assert refused(topology.declare_queue, "", owner=None, durable=True, arguments=quorum) == (
+        406,
+        "Cannot declare a server-named queue for type rabbit_quorum_queue",
+    )
+    assert refused(topology.declare_queue, "q", owner=None, arguments=quorum) == (
+        406,
+        f"invalid property 'non-durable' for {resource}",
+    )
+    queue = topology.declare_queue("q", owner=None, durable=True, arguments=quorum)
+    assert (queue.args.counts_returns, queue.args.delivery_limit) == (True, 3)
+    assert refused(
+        topology.declare_queue,
+        "q",
+        owner=None,
+        durable=True,
+        arguments={**quorum, "x-delivery-limit": 4},
+    ) == (
+        406,
+        f"inequivalent arg 'x-delivery-limit' for {resource}: received '4' but current is '3'",
+    )
+
+
+def test_a_local_random_exchange_binds_classic_queues_with_empty_keys_only(topology):
+    topology.declare_exchange("lr", "x-local-random")
+    topology.declare_queue("c", owner=None)
+    topology.declare_queue("qq", owner=None, durable=True, arguments={"x-queue-type": "quorum"})
+    assert refused(topology.add_binding, "queue", "c", "lr", "k", {}, {}, None) == (
+        406,
+        "Non empty binding 'k' key not permitted",
+    )
+    assert refused(topology.add_binding, "queue", "qq", "lr", "", {}, {}, None) == (
+        406,
+        "Queue type rabbit_quorum_queue not valid for this exchange type",
+    )
+    topology.add_binding("queue", "c", "lr", "", {}, {}, None)
+    assert [q.name for q in topology.exchange("lr").match(message(), "any key")] == ["c"]

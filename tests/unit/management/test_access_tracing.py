@@ -41,24 +41,24 @@ def test_anything_else_is_not_boolean(value):
 
 
 def test_a_vhost_put_turns_tracing_on_and_off(access):
-    assert access.put_vhost("v", {"tracing": True}) == 201
+    assert access.put_vhost("v", {"tracing": True}, "guest") == 201
     assert access.node.vhosts["v"].tracing
-    assert access.put_vhost("v", {"description": "d"}) == 204  # absent: unchanged
+    assert access.put_vhost("v", {"description": "d"}, "guest") == 204  # absent: unchanged
     assert access.node.vhosts["v"].tracing
-    assert access.put_vhost("v", {"tracing": False}) == 204
+    assert access.put_vhost("v", {"tracing": False}, "guest") == 204
     assert not access.node.vhosts["v"].tracing
 
 
 def test_a_refused_flag_makes_no_vhost(access):
     with pytest.raises(ApiError):
-        access.put_vhost("v", {"tracing": "on"})
+        access.put_vhost("v", {"tracing": "on"}, "guest")
     assert "v" not in access.node.vhosts
 
 
 def test_trace_on_for_a_vhost_that_does_not_exist_does_not_create_it(access):
     access.set_tracing("later", True)
     assert "later" not in access.node.vhosts
-    access.put_vhost("later", {})
+    access.put_vhost("later", {}, "guest")
     assert access.node.vhosts["later"].tracing
     access.set_tracing("later", False)
     assert not access.node.vhosts["later"].tracing
