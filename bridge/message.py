@@ -230,7 +230,7 @@ def with_annotations(message: Message, annotations: dict[Any, Any]) -> Message:
     """`message` with `annotations` merged into its message annotations, as RabbitMQ 4 applies
     a `modified` outcome's annotations to a quorum queue's message (the later redelivery or
     dead-lettered copy carries them)."""
-    headers = message.codec.headers(message.raw_properties)
+    headers = message.codec.to_fields(message.raw_properties).get("headers") or {}
     kept = _kept_bytes(headers.get(ANNOTATIONS_HEADER))
     section = _decoded(kept, MessageAnnotations) if kept else None
     merged = dict(section.value) if section is not None else {}
