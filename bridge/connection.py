@@ -295,6 +295,17 @@ class Connection10(ClientConnection):
             self.channel_max = min(self.channel_max, int(open_.channel_max))
         self.remote_idle_timeout_ms = int(open_.idle_time_out or 0)
         self.reader.max_frame_size = self.config.frame_max
+        # As RabbitMQ 4 (the version this side announces): a vhost that does not exist or that
+        # the user may not use fails the handshake, the socket closed without an open
+        # (RabbitMQ 3.x answered the open and refused the first begin).
+        vhost = self._vhost_for(open_.hostname)
+        if vhost is None:
+            name = self._vhost_name(open_.hostname)
+            self.drop(f"AMQP 1.0 connection failed: virtual host '{name}' does not exist")
+            return
+        if not self.node.users.may_access(self.user or "", vhost.name):
+            self.drop(f"access to vhost '{vhost.name}' refused for user '{self.user}'")
+            return
         self.state = State.OPENED
         # Product and version as RabbitMQ 4 announces them (wire_names.py: why 4.0.0 here).
         node_name = NODE_PREFIX + os.uname().nodename
@@ -312,10 +323,6 @@ class Connection10(ClientConnection):
                 },
             ),
         )
-        # RabbitMQ 3.x opens the connection and refuses the first begin (a missing vhost too).
-        vhost = self._vhost_for(open_.hostname)
-        if vhost is None or not self.node.users.may_access(self.user or "", vhost.name):
-            return  # self.vhost stays None
         self.enter_vhost(vhost)
 
     @staticmethod

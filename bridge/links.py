@@ -187,6 +187,7 @@ class OutgoingLink(Consumer):
         "attach",
         "browsing",
         "delivery_count",
+        "fresh",
         "handle",
         "link_credit",
         "node",
@@ -227,6 +228,7 @@ class OutgoingLink(Consumer):
         self.handle = int(attach.handle)
         self.delivery_count = 0
         self.link_credit = 0
+        self.fresh = True  # no credit granted yet
         self.wire_settled = settled  # the client receives pre-settled (at most once)
         self.txn: DeclaredTxn | None = None  # transactional acquisition (a flow's txn-id)
         self.attach = attach  # what the client asked for, for the management view
@@ -301,9 +303,20 @@ class OutgoingLink(Consumer):
                 self.link_credit = 0
             self.session.send_link_flow(self.handle, self.delivery_count, self.link_credit, True)
         else:
-            self.resume()
+            if self.fresh:
+                # A client sends its attach and first credit together; RabbitMQ's queue answers
+                # the credit after the attach reply is out, so deliveries never share a read
+                # with it (a client returns from making its receiver before the first message).
+                self.fresh = False
+                self.queue.scheduler.call_later(0, self._resume_if_attached)
+            else:
+                self.resume()
             if flow.echo:
                 self.session.send_link_flow(self.handle, self.delivery_count, self.link_credit)
+
+    def _resume_if_attached(self) -> None:
+        if self.session.links.get(self.handle) is self:
+            self.resume()
 
     def resume(self) -> None:
         """Deliver what the credit allows now."""
@@ -407,4 +420,21 @@ def outcome_of(state: Any) -> tuple[Outcome, dict[str, bool]]:
 
 def settle_outgoing(deliveries: list[Delivery], state: Any) -> None:
     outcome, flags = outcome_of(state)
+    if isinstance(state, Modified) and state.message_annotations:
+        annotate(deliveries, state.message_annotations)
     settle(deliveries, outcome, **flags)
+
+
+def annotate(deliveries: list[Delivery], annotations: dict[Any, Any]) -> None:
+    """RabbitMQ 4 merges a `modified` outcome's annotations (keys starting "x-"; the others are
+    reserved) into the message when its queue is a quorum queue; other queues ignore them."""
+    wanted = {k: v for k, v in annotations.items() if str(k).startswith("x-")}
+    for delivery in deliveries:
+        entry = delivery.entry
+        if wanted and not delivery.settled and _is_quorum(delivery.queue):
+            entry.message = mapping.with_annotations(entry.message, wanted)
+
+
+def _is_quorum(queue: Queue) -> bool:
+    queue_type = queue.arguments.get("x-queue-type")
+    return queue_type in ("quorum", b"quorum")

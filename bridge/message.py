@@ -226,6 +226,20 @@ def received_application_properties(message: Message) -> dict[str, Any]:
     return {str(k): v for k, v in section.value.items()} if section is not None else {}
 
 
+def with_annotations(message: Message, annotations: dict[Any, Any]) -> Message:
+    """`message` with `annotations` merged into its message annotations, as RabbitMQ 4 applies
+    a `modified` outcome's annotations to a quorum queue's message (the later redelivery or
+    dead-lettered copy carries them)."""
+    headers = message.codec.to_fields(message.raw_properties).get("headers") or {}
+    kept = _kept_bytes(headers.get(ANNOTATIONS_HEADER))
+    section = _decoded(kept, MessageAnnotations) if kept else None
+    merged = dict(section.value) if section is not None else {}
+    merged.update(annotations)
+    encoded = encode(MessageAnnotations(value=merged))
+    raw = message.codec.with_headers(message.raw_properties, {ANNOTATIONS_HEADER: _kept(encoded)})
+    return message.edited(raw)
+
+
 @functools.lru_cache(maxsize=1024)
 def _routed_annotations(exchange: str, routing_key: str) -> bytes:
     """RabbitMQ 4 annotates every message it delivers over 1.0 with where it was published

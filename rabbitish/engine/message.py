@@ -202,6 +202,24 @@ class Message:
         """The publish routing key followed by the CC and BCC keys."""
         return [self.routing_key, *(self.extra_keys or ())]
 
+    def edited(self, raw_properties: bytes) -> Message:
+        """This message with its properties edited in memory (an AMQP 1.0 `modified` outcome's
+        annotations): the same id, so the store's record of it is untouched, and a restart
+        gives the message back as it was published."""
+        message = Message(
+            self.exchange,
+            self.routing_key,
+            raw_properties,
+            self.body,
+            self.codec,
+            persistent=self.persistent,
+            priority=self.priority,
+            expiration_ms=self.expiration_ms,
+        )
+        message.id = self.id
+        message.extra_keys = self.extra_keys
+        return message
+
     def derive(
         self,
         exchange: str,

@@ -82,6 +82,7 @@ class ManagementServer:
         with a context)."""
         app = web.Application(middlewares=[self._errors, self._auth])
         self._routes(app)
+        _accept_trailing_slash(app)
         self._runner = await _serve(app, listener)
         self._listeners.append(listener)
         self.port = self.api.http_port = listener.port
@@ -416,6 +417,16 @@ class ManagementServer:
         reason = request.headers.get("X-Reason")
         self.api.close_connection(request["user"], request.match_info["name"], reason)
         return web.Response(status=204)
+
+
+def _accept_trailing_slash(app: web.Application) -> None:
+    """RabbitMQ's API answers `/api/vhosts/v/` as `/api/vhosts/v` (its router ignores one
+    trailing slash; clients such as RabbitMQ's 4.x AMQP client's tests delete vhosts so): each
+    API route also answers with one."""
+    for route in list(app.router.routes()):
+        path = route.resource.canonical if route.resource is not None else ""
+        if path.startswith("/api/") and not path.endswith("/"):
+            app.router.add_route(route.method, path + "/", route.handler)
 
 
 async def _serve(app: web.Application, listener: EarlyListener) -> web.AppRunner:

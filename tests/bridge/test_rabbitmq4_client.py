@@ -29,6 +29,7 @@ from rabbitmq_amqp_python_client import (  # noqa: E402
     QuorumQueueSpecification,
     ValidationCodeException,
 )
+from rabbitmq_amqp_python_client.qpid.proton import symbol as Symbol  # noqa: E402
 
 
 class Stop(BaseException):
@@ -171,4 +172,85 @@ def test_local_random_exchange_declared_bound_and_routed(connection, uid):
     for queue in queues:
         management.delete_queue(queue)
     management.delete_exchange(exchange)
+    management.close()
+
+
+class Modify(AMQPMessagingHandler):  # type: ignore[misc]
+    """Settles the first message `modified` with annotations (requeue or discard), then stops."""
+
+    def __init__(self, discard: bool) -> None:
+        super().__init__()
+        self.discard = discard
+
+    def on_amqp_message(self, event) -> None:
+        annotations = {Symbol("x-opt-mark"): "seen"}
+        if self.discard:
+            self.delivery_context.discard_with_annotations(event, annotations)
+        else:
+            self.delivery_context.requeue_with_annotations(event, annotations)
+        raise Stop
+
+
+class Annotations(AMQPMessagingHandler):  # type: ignore[misc]
+    """Accepts the first message, keeps its message annotations and stops."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.annotations: dict = {}
+
+    def on_amqp_message(self, event) -> None:
+        self.annotations = dict(event.message.annotations or {})
+        self.delivery_context.accept(event)
+        raise Stop
+
+
+def _first_annotations(connection, queue: str) -> dict:
+    handler = Annotations()
+    consumer = connection.consumer(AddressHelper.queue_address(queue), message_handler=handler)
+    with pytest.raises(Stop):
+        consumer.run()
+    consumer.close()
+    return handler.annotations
+
+
+@pytest.mark.parametrize("discard", [False, True], ids=["requeue", "discard"])
+def test_modified_annotations_reach_a_quorum_queues_message(connection, uid, discard):
+    """RabbitMQ 4: a `modified` outcome's x- annotations are merged into a quorum queue's
+    message: the redelivery carries them, and so does the copy dead-lettered by a discard."""
+    management = connection.management()
+    dead = f"{uid}-dead"
+    management.declare_queue(ClassicQueueSpecification(name=dead, is_durable=False))
+    management.declare_queue(
+        QuorumQueueSpecification(name=uid, dead_letter_exchange="", dead_letter_routing_key=dead)
+    )
+    publisher = connection.publisher(AddressHelper.queue_address(uid))
+    publisher.publish(Message(body=b"m"))
+    publisher.close()
+    consumer = connection.consumer(
+        AddressHelper.queue_address(uid), message_handler=Modify(discard)
+    )
+    with pytest.raises(Stop):
+        consumer.run()
+    consumer.close()
+    annotations = _first_annotations(connection, dead if discard else uid)
+    assert annotations.get("x-opt-mark") == "seen"
+    for queue in (uid, dead):
+        management.delete_queue(queue)
+    management.close()
+
+
+def test_modified_annotations_leave_a_classic_queues_message_alone(connection, uid):
+    management = connection.management()
+    management.declare_queue(ClassicQueueSpecification(name=uid, is_durable=False))
+    publisher = connection.publisher(AddressHelper.queue_address(uid))
+    publisher.publish(Message(body=b"m"))
+    publisher.close()
+    consumer = connection.consumer(
+        AddressHelper.queue_address(uid), message_handler=Modify(discard=False)
+    )
+    with pytest.raises(Stop):
+        consumer.run()
+    consumer.close()
+    assert "x-opt-mark" not in _first_annotations(connection, uid)
+    management.delete_queue(uid)
     management.close()

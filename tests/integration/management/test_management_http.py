@@ -45,6 +45,16 @@ def test_unknown_paths_and_methods(api):
     assert api.ok("GET", "/api/health/checks/alarms") == {"status": "ok"}
 
 
+def test_one_trailing_slash_is_the_same_path(api, uid):
+    """RabbitMQ's router ignores one trailing slash (RabbitMQ's 4.x AMQP client's own tests
+    delete vhosts at `/api/vhosts/NAME/`)."""
+    assert api.call("PUT", f"/api/vhosts/{uid}/", {}).status == 201
+    assert uid in [v["name"] for v in api.ok("GET", "/api/vhosts/")]
+    assert api.ok("GET", f"/api/queues/{uid}/") == []
+    assert api.call("DELETE", f"/api/vhosts/{uid}/").status == 204
+    assert api.call("GET", f"/api/vhosts/{uid}/").status == 404
+
+
 def test_overview_vhosts_and_listeners(api):
     connection = amqp_connection(api)
     try:

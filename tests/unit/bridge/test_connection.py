@@ -14,12 +14,21 @@ from rabbitish.bridge.codec import (
     UInt,
     encode_frame,
 )
-from rabbitish.bridge.codec.definitions import Begin, Close, Open, SaslInit
+from rabbitish.bridge.codec.definitions import (
+    Attach,
+    Begin,
+    Close,
+    Flow,
+    Open,
+    SaslInit,
+    Source,
+)
 from rabbitish.bridge.connection import Connection10, State
 
 from rabbitish.config import Config
 from rabbitish.engine.clock import ManualScheduler
 from rabbitish.engine.node import Node
+from rabbitish.protocol.codec import CODEC
 
 HANDSHAKE = b"".join(
     [
@@ -79,3 +88,37 @@ def test_random_bytes_after_open_close_the_connection_without_raising(caplog):
         conn.receive(rng.randbytes(rng.randrange(1, 64)))
         conn.take_output()
     assert not [r for r in caplog.records if "internal error" in r.getMessage()]
+
+
+def test_a_receivers_first_credit_is_answered_after_its_attach():
+    """A client sends its attach and first flow in one write; the deliveries that credit allows
+    go out on the next turn of the loop, after the attach reply was written, as RabbitMQ's
+    queues answer a new link's credit (a 4.x client returns from making its receiver before
+    its first message)."""
+    scheduler = ManualScheduler()
+    node = Node(scheduler, codec=CODEC)
+    vhost = node.vhost("/")
+    assert vhost is not None
+    vhost.declare_queue("q", owner=None)
+    vhost.publish("", "q", CODEC.new_message("", "q", CODEC.from_fields({}), b"m"))
+    conn = Connection10(node, Config())
+    conn.start(AMQP_HEADER, encode_frame(0, Open(container_id="c")))
+    begin = Begin(next_outgoing_id=UInt(0), incoming_window=UInt(100), outgoing_window=UInt(100))
+    attach = Attach(name="r", handle=UInt(0), role=True, source=Source(address="/queue/q"))
+    flow = Flow(
+        next_incoming_id=UInt(0),
+        incoming_window=UInt(100),
+        next_outgoing_id=UInt(0),
+        outgoing_window=UInt(100),
+        handle=UInt(0),
+        delivery_count=UInt(0),
+        link_credit=UInt(10),
+    )
+    conn.take_output()
+    conn.receive(b"".join(encode_frame(0, f) for f in (begin, attach, flow)))
+    first = [type(f.body).__name__ for f in FrameReader(1 << 20).feed(conn.take_output())]
+    assert first == ["Begin", "Attach"]
+    for _, callback in scheduler.pending:
+        callback()
+    later = [type(f.body).__name__ for f in FrameReader(1 << 20).feed(conn.take_output())]
+    assert later == ["Transfer"]
