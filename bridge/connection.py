@@ -296,7 +296,7 @@ class Connection10(ClientConnection):
         self.remote_idle_timeout_ms = int(open_.idle_time_out or 0)
         self.reader.max_frame_size = self.config.frame_max
         self.state = State.OPENED
-        # Product and version as RabbitMQ 4 announces them (wire_names.py: why 4.0.0 here).
+        # Product and version as RabbitMQ 4 announces them (wire_names.py: why 4.2.0 here).
         node_name = NODE_PREFIX + os.uname().nodename
         self.send(
             0,
