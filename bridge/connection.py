@@ -307,7 +307,7 @@ class Connection10(ClientConnection):
             self.drop(f"access to vhost '{vhost.name}' refused for user '{self.user}'")
             return
         self.state = State.OPENED
-        # Product and version as RabbitMQ 4 announces them (wire_names.py: why 4.0.0 here).
+        # Product and version as RabbitMQ 4 announces them (wire_names.py: why 4.2.0 here).
         node_name = NODE_PREFIX + os.uname().nodename
         self.send(
             0,

@@ -1,8 +1,10 @@
 """AMQP 1.0 links on the engine. Addresses (bridge/addresses.py) follow RabbitMQ's 3.x plugin:
 `/queue/NAME` (declared, durable when the terminus is), `/amq/queue/NAME` (must exist),
 `/exchange/NAME/KEY`, `/exchange/NAME` (the subject is the routing key) and `/topic/KEY`
-(amq.topic); RabbitMQ 4.x's `/queues/NAME` and `/exchanges/NAME[/KEY]` too. A receiver on an
-exchange address consumes from a private queue bound with the key. A dynamic source or target
+(amq.topic); RabbitMQ 4.x's `/queues/NAME` (must exist) and `/exchanges/NAME[/KEY]` (a target
+only) follow RabbitMQ 4, as does its anonymous terminus (a sender whose target has no address:
+each message's `to` names its destination). A receiver on an exchange address consumes from a
+private queue bound with the key. A dynamic source or target
 makes a temporary queue (bridge/dynamic.py); `/queue/amq.NAME` names an existing server-named
 queue (a dynamic node's, a 0-9-1 client's reply queue) without declaring it. A source with
 distribution-mode `copy` browses its queue (`Queue.add_browser`) instead of consuming.
@@ -17,11 +19,21 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from rabbitish.bridge import message as mapping
-from rabbitish.bridge.addresses import Address, parse_address
+from rabbitish.bridge.addresses import (
+    ANONYMOUS,
+    PRECONDITION_FAILED,
+    Address,
+    LinkError,
+    RoutingRefused,
+    is_v2,
+    parse_address,
+    parse_v2_target,
+)
 from rabbitish.bridge.codec import Symbol
 from rabbitish.bridge.codec.definitions import (
     Accepted,
     Attach,
+    Error,
     Flow,
     Modified,
     Rejected,
@@ -38,6 +50,7 @@ from rabbitish.engine.auth import Authorize
 from rabbitish.engine.consumer import Consumer
 from rabbitish.engine.delivery import Delivery, Outcome, settle
 from rabbitish.engine.errors import AMQPError, not_found
+from rabbitish.engine.reply_to import is_reply_to_address
 
 if TYPE_CHECKING:
     from rabbitish.bridge.session import Session
@@ -51,6 +64,8 @@ TXN_ID = Symbol("txn-id")  # the flow property that names a transaction for acqu
 SETTLED = 1  # sender-settle-mode "settled": the client receives at most once
 ROLE_SENDER, ROLE_RECEIVER = False, True
 COPY = Symbol("copy")  # distribution-mode: browse, acquiring nothing
+NOT_FOUND = "amqp:not-found"
+DELIVERY_TAG = Symbol("delivery-tag")  # the info of a settled anonymous transfer's error
 
 
 class ReceivingLink:
@@ -116,8 +131,15 @@ class IncomingLink(ReceivingLink):
             self.node = DynamicNode(vhost, session.conn, target, authorize)
             self.target = self.node.terminus
             target = self.target
+        self.authorize = authorize
+        self.writable: set[str] = set()  # exchanges the user may write to (anonymous terminus)
+        if isinstance(target, Target) and target.address is None:
+            self.address = ANONYMOUS  # checked per message, by its `to`
+            return
         self.address = parse_address(terminus_address(target), sending=True)
-        if self.address.queue is not None:
+        if self.address.v2 and self.address.queue is not None:
+            _check_target_queue(vhost, self.address.queue)
+        elif self.address.queue is not None:
             _ensure_queue(vhost, self.address, session.conn, _durable(target), authorize, True)
         elif self.address.exchange not in vhost.exchanges:
             raise not_found(f"no {vhost.rs('exchange', self.address.exchange)}")
@@ -127,24 +149,70 @@ class IncomingLink(ReceivingLink):
     def received(self, first: Transfer, body: bytes) -> None:
         codec = self.session.conn.node.codec
         assert codec is not None
-        message, _subject = mapping.to_engine(
-            codec, self.address.exchange, self.address.routing_key, body
-        )
+        address = self.address
+        try:
+            message, _subject = mapping.to_engine(
+                codec,
+                address.exchange,
+                address.routing_key,
+                body,
+                self.route_by_to if address.anonymous else None,
+            )
+        except RoutingRefused as err:
+            self._refuse_message(first, err)
+            return
         if isinstance(first.state, TransactionalState):
             self._post(first, first.state, message)
             return
-        self.vhost.publish(
-            self.address.exchange, message.routing_key, message, False, None, self.session
+        published = self.vhost.publish(
+            message.exchange, message.routing_key, message, False, None, self.session
         )
         if not first.settled:
             # An unsettled transfer without a delivery-id breaks the spec; int() refuses it.
             delivery_id = int(first.delivery_id)  # type: ignore[arg-type]
+            if (
+                address.v2
+                and not published.routed
+                and not is_reply_to_address(message.exchange, message.routing_key)
+            ):
+                # RabbitMQ 4: an unsettled message no queue takes is released (3.x accepts it).
+                self.session.send_disposition(delivery_id, Released(), role=True)
+                return
             journal = self.vhost.journal
             journal.when_synced(
                 journal.position,
                 lambda: self.session.accept_incoming(delivery_id),
                 lambda reason: self.session.reject_incoming(delivery_id, reason),
             )
+
+    def route_by_to(self, to: str | None) -> tuple[str, str]:
+        """The anonymous terminus: where a message's `to` sends it (RabbitMQ 4's target
+        forms), with RabbitMQ 4's refusals."""
+        if to is None:
+            raise RoutingRefused(
+                PRECONDITION_FAILED, "anonymous terminus requires 'to' address to be set"
+            )
+        try:
+            address = parse_v2_target(to)
+        except ValueError:
+            raise RoutingRefused(PRECONDITION_FAILED, f"bad 'to' address string: {to}") from None
+        exchange = address.exchange
+        if exchange not in self.vhost.exchanges:
+            raise RoutingRefused(NOT_FOUND, f"no {self.vhost.rs('exchange', exchange)}")
+        if self.authorize is not None and exchange not in self.writable:
+            self.authorize("write", "exchange", exchange)
+            self.writable.add(exchange)
+        return exchange, address.routing_key or ""
+
+    def _refuse_message(self, first: Transfer, err: RoutingRefused) -> None:
+        """A message the anonymous terminus cannot route: rejected when sent unsettled; sent
+        settled, nothing could tell the client, so the link is detached with the error and
+        the delivery-tag (the anonymous terminus spec's routing errors)."""
+        if first.settled:
+            raise LinkError(err.condition, err.description, {DELIVERY_TAG: first.delivery_tag})
+        error = Error(condition=Symbol(err.condition), description=err.description)
+        delivery_id = int(first.delivery_id)  # type: ignore[arg-type]  # as in received
+        self.session.send_disposition(delivery_id, Rejected(error=error), role=True)
 
     def _post(self, first: Transfer, posted: TransactionalState, message: Any) -> None:
         """Transactional posting: staged in the transaction, visible at its commit; the
@@ -153,7 +221,7 @@ class IncomingLink(ReceivingLink):
         declared = table.lookup(posted.txn_id)
         try:
             self.vhost.publish(
-                self.address.exchange,
+                message.exchange,
                 message.routing_key,
                 message,
                 tx=declared.tx,
@@ -340,6 +408,16 @@ class OutgoingLink(Consumer):
 Link = ReceivingLink | OutgoingLink
 
 
+def rabbitmq_4_form(attach: Attach) -> bool:
+    """Whether an attach names one of RabbitMQ 4's address forms (a dynamic terminus names
+    none), whose refusals are the link's alone."""
+    client_sends = attach.role == ROLE_SENDER
+    terminus = attach.target if client_sends else attach.source
+    if not isinstance(terminus, Source | Target) or terminus.dynamic:
+        return False
+    return is_v2(terminus.address, client_sends)
+
+
 def terminus_address(terminus: Any) -> Any:
     """The address an attach's source or target names (None for none, or for a terminus of
     another kind, such as a transaction coordinator)."""
@@ -370,7 +448,8 @@ def _ensure_queue(
     """/queue/NAME declares the queue every time, as RabbitMQ 3.x does, so an existing queue
     of other properties refuses the link (405 exclusive elsewhere, 406 inequivalent). A name
     with the reserved `amq.` prefix that exists (a server-named queue: a dynamic node, a 0-9-1
-    reply queue) is used as it is: anyone may send to it, only its owner consume from it."""
+    reply queue) is used as it is: anyone may send to it, only its owner consume from it.
+    A receiver on /queues/NAME (RabbitMQ 4) looks the queue up as /amq/queue/NAME does."""
     assert address.queue is not None
     if address.declare and address.queue.startswith("amq."):
         existing = vhost.queues.get(address.queue)
@@ -378,9 +457,16 @@ def _ensure_queue(
             return existing if sending else vhost.queue(address.queue, owner)
     if address.declare:
         return vhost.declare_queue(address.queue, owner=owner, durable=durable, authorize=authorize)
-    if address.only_missing and address.queue not in vhost.queues:
-        return vhost.declare_queue(address.queue, owner=owner, durable=True, authorize=authorize)
     return vhost.queue(address.queue, owner)
+
+
+def _check_target_queue(vhost: VirtualHost, name: str) -> None:
+    """A sender's /queues/NAME (RabbitMQ 4) must name a queue that exists, or a live direct
+    reply-to name; who owns it does not matter, as for any publish."""
+    if name not in vhost.queues and not (
+        is_reply_to_address("", name) and vhost.reply_to_exists(name)
+    ):
+        raise not_found(f"no {vhost.rs('queue', name)}")
 
 
 def _private_queue(

@@ -17,6 +17,7 @@ to it only through `PropertyCodec.to_fields` / `from_fields`."""
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from typing import Any
 
 from rabbitish.bridge.codec import (
@@ -64,10 +65,15 @@ _QUEUE_PREFIX = "/queue/"
 
 
 def to_engine(
-    codec: PropertyCodec, exchange: str, routing_key: str | None, payload: bytes
+    codec: PropertyCodec,
+    exchange: str,
+    routing_key: str | None,
+    payload: bytes,
+    route_by_to: Callable[[str | None], tuple[str, str]] | None = None,
 ) -> tuple[Message, str | None]:
     """The engine message for a 1.0 message; also its subject (the routing key of an
-    `/exchange/NAME` address that names no key)."""
+    `/exchange/NAME` address that names no key). `route_by_to` (the anonymous terminus) gives
+    the exchange and routing key from the message's `to` instead, or raises."""
     sections = _sections(payload)
     found = {type(section): (section, raw) for section, raw in sections}
     fields: dict[str, Any] = {}
@@ -81,6 +87,9 @@ def to_engine(
     if props is not None:
         fields.update(properties_to_fields(props[0]))
         subject = str(props[0].subject) if props[0].subject is not None else None
+    if route_by_to is not None:
+        to = props[0].to if props is not None else None
+        exchange, routing_key = route_by_to(None if to is None else str(to))
     key = routing_key if routing_key is not None else (subject or "")
     if props is not None and not _same_properties(props[0], properties_from_fields(fields, key)):
         headers[PROPERTIES_HEADER] = _kept(props[1])

@@ -2,7 +2,9 @@
 links and the deliveries it sent that the client has not settled. Transfers stop at the peer's
 incoming window and resume with its next flow. A link that cannot be made ends the session with
 the error, as RabbitMQ 3.x's plugin does (engine reply codes become 1.0 conditions in
-`session_condition`); resume is never offered: an attach is answered with no unsettled map."""
+`session_condition`); resume is never offered: an attach is answered with no unsettled map. A
+link on one of RabbitMQ 4's address forms (bridge/addresses.py) is refused alone, as RabbitMQ 4
+refuses it, and the session goes on."""
 
 from __future__ import annotations
 
@@ -32,6 +34,7 @@ from rabbitish.bridge.codec.definitions import (
     TransactionalState,
     Transfer,
 )
+from rabbitish.bridge.direct_reply import DirectReplyLink, is_direct_reply
 from rabbitish.bridge.dynamic import CLOSED, DETACHED, SESSION_ENDED
 from rabbitish.bridge.management_links import (
     ManagementPairs,
@@ -57,9 +60,10 @@ NOT_IMPLEMENTED = "amqp:not-implemented"
 ILLEGAL_STATE = "amqp:illegal-state"
 INVALID_FIELD = "amqp:invalid-field"
 
-# Every link a session holds by handle: the links of links.py, and the reply half of a
-# management link pair (management_links.py), which sends but is no engine consumer.
-AnyLink = links.Link | ManagementReplyLink
+# Every link a session holds by handle: the links of links.py, the reply half of a management
+# link pair (management_links.py) and a direct reply-to receiver (direct_reply.py), which send
+# but are no engine consumers.
+AnyLink = links.Link | ManagementReplyLink | DirectReplyLink
 
 
 class SessionEnded(Exception):
@@ -200,6 +204,8 @@ class Session:
                 )
             elif client_sends:
                 link = links.IncomingLink(self, attach)
+            elif is_direct_reply(attach):
+                link = DirectReplyLink(self, attach)
             else:
                 link = links.OutgoingLink(self, attach)
         except (RefusedAttach, RefusedPairAttach) as err:
@@ -208,6 +214,10 @@ class Session:
         except LinkError as err:
             raise SessionEnded(err.condition, err.description) from None
         except AMQPError as err:
+            if links.rabbitmq_4_form(attach):
+                # RabbitMQ 4 refuses its own forms' links alone, with the bare text.
+                self._refuse(attach, session_condition(err), err.text)
+                return
             raise SessionEnded(session_condition(err), reply_description(err)) from None
         self.links[handle] = link
         we_send = attach.role == links.ROLE_RECEIVER
@@ -249,17 +259,21 @@ class Session:
             link.node.link_gone(CLOSED)
         self._send_detach_error(link, condition, description)
 
-    def detach_link(self, link: AnyLink, condition: str, description: str) -> None:
+    def detach_link(
+        self, link: AnyLink, condition: str, description: str, info: dict[Any, Any] | None = None
+    ) -> None:
         """The broker ends a link with an error: what it holds is given back first (a control
         link's transactions roll back, a receiver's unsettled deliveries go back in place)."""
         if self.links.get(link.handle) is not link:
             return
         del self.links[link.handle]
         self._release_link(link)
-        self._send_detach_error(link, condition, description)
+        self._send_detach_error(link, condition, description, info)
 
-    def _send_detach_error(self, link: AnyLink, condition: str, description: str) -> None:
-        error = Error(condition=Symbol(condition), description=description or None)
+    def _send_detach_error(
+        self, link: AnyLink, condition: str, description: str, info: dict[Any, Any] | None = None
+    ) -> None:
+        error = Error(condition=Symbol(condition), description=description or None, info=info)
         self.conn.send(self.channel, Detach(handle=UInt(link.handle), closed=True, error=error))
 
     # ------------------------------------------------------------------ sending
@@ -385,7 +399,7 @@ class Session:
                     link.flow(flow)
                 except LinkError as err:
                     self.detach_link(link, err.condition, err.description)
-            elif isinstance(link, ManagementReplyLink):
+            elif isinstance(link, ManagementReplyLink | DirectReplyLink):
                 link.flow(flow)
             elif flow.echo:
                 self.send_link_flow(link.handle, link.delivery_count, link.credit)
@@ -418,7 +432,7 @@ class Session:
         try:
             link.transfer(transfer, payload)
         except LinkError as err:
-            self.detach_link(link, err.condition, err.description)
+            self.detach_link(link, err.condition, err.description, err.info)
 
     def _disposition(self, disposition: Disposition) -> None:
         if disposition.role != links.ROLE_RECEIVER:

@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from rabbitish.bridge.addresses import Address, LinkError, parse_address
+from rabbitish.bridge.direct_reply import DirectReplyLink
 from rabbitish.bridge.links import Link, OutgoingLink, terminus_address
 from rabbitish.bridge.management_links import ManagementReplyLink
 
@@ -15,12 +16,15 @@ from rabbitish.engine.sessions import LinkView
 SETTLE_MODES = {0: "unsettled", 1: "settled", 2: "mixed"}  # sender-settle-mode; absent: mixed
 
 
-def link_view(link: Link | ManagementReplyLink) -> LinkView:
+def link_view(link: Link | ManagementReplyLink | DirectReplyLink) -> LinkView:
     """The neutral view of one link."""
     attach = link.attach
     queue: str | None
     if isinstance(link, ManagementReplyLink):  # replies of the management node
         address, queue, exchange, credit = terminus_address(attach.source), None, None, link.credit
+        role, coordinator, unsettled = "sender", False, 0
+    elif isinstance(link, DirectReplyLink):  # direct replies: the name it was given, no queue
+        address, queue, exchange, credit = link.source.address, None, None, link.credit
         role, coordinator, unsettled = "sender", False, 0
     elif isinstance(link, OutgoingLink):
         address = terminus_address(attach.source)

@@ -31,8 +31,10 @@ DEFAULT_EXCHANGE_ALIAS = "amq.default"
 # What rabbitish answers as, on both protocols: clients key features off the product and the
 # version. 0-9-1's connection.start says RabbitMQ 3.13.7 (the 0-9-1 broker rabbitish follows;
 # unchanged since the first release, so 0-9-1 clients see no difference); AMQP 1.0's open says
-# RabbitMQ 4.0.0, the first version with the 1.0 management node and the /queues and /exchanges
-# addresses, which RabbitMQ's 4.x 1.0 clients require (docs/amqp10.md "RabbitMQ 4 clients").
+# RabbitMQ 4.2.0: 4.0.0 is the first version with the 1.0 management node and the /queues and
+# /exchanges addresses, which RabbitMQ's 4.x 1.0 clients require; they offer direct reply-to over
+# 1.0 (a volatile dynamic source) only from 4.2.0, which rabbitish has (docs/amqp10.md
+# "RabbitMQ 4 clients").
 PRODUCT = "RabbitMQ"
 VERSION_091 = "3.13.7"
-VERSION_AMQP10 = "4.0.0"
+VERSION_AMQP10 = "4.2.0"

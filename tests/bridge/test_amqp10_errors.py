@@ -134,13 +134,36 @@ def test_a_missing_exchange_ends_the_session_with_not_found(session, uid, receiv
         ("/exchange/", '{invalid_destination,exchange,"/"}'),
         ("/topic", "{invalid_destination,topic,[]}"),
         ("/amq/queue/", '{invalid_destination,amqqueue,"/"}'),
-        (None, "{address_not_utf8_string,undefined}"),
     ],
 )
 def test_an_address_rabbitmq_cannot_parse_ends_the_session(session, receiver, address, reason):
     client = session()
     attach(client, address, receiver)
     assert error(client) == ("End", "amqp:invalid-field", f"Attach rejected: {reason}")
+
+
+@pytest.mark.rabbitmq
+def test_a_source_without_an_address_ends_the_session(session):
+    client = session()
+    attach(client, None, receiver=True)
+    reason = "{address_not_utf8_string,undefined}"
+    assert error(client) == ("End", "amqp:invalid-field", f"Attach rejected: {reason}")
+
+
+@pytest.mark.rabbitmq
+def test_rabbitmq_3_10_refuses_a_target_without_an_address(rabbitmq_url):
+    """A target without an address is RabbitMQ 4's anonymous terminus, which rabbitish has
+    (tests/bridge/test_amqp10_rabbitmq4_addresses.py); RabbitMQ 3.10 ends the session."""
+    client = Raw(rabbitmq_url)
+    try:
+        client.sasl_plain()
+        client.open()
+        begin(client)
+        attach(client, None, receiver=False)
+        reason = "{address_not_utf8_string,undefined}"
+        assert error(client) == ("End", "amqp:invalid-field", f"Attach rejected: {reason}")
+    finally:
+        client.close()
 
 
 @pytest.mark.rabbitmq

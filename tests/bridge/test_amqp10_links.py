@@ -191,8 +191,10 @@ def test_a_receiver_on_an_exchange_address_gets_its_own_bound_queue(
 
 
 def test_rabbitmq_4_address_forms(broker_url, uid):
-    """rabbitish only: RabbitMQ 3.10's plugin knows the 3.x forms alone."""
+    """rabbitish only: RabbitMQ 3.10's plugin knows the 3.x forms alone. /queues/NAME names
+    a queue that exists (tests/bridge/test_amqp10_rabbitmq4_addresses.py: a missing one)."""
     conn = BlockingConnection(proton_url(broker_url), timeout=5)
+    conn.create_receiver(f"/queue/{uid}", credit=0).close()  # declares it
     conn.create_sender(f"/queues/{uid}").send(Message(body=b"4.x", inferred=True))
     receiver = conn.create_receiver(f"/amq/queue/{uid}", credit=1)
     assert body_of(receiver) == b"4.x"
