@@ -64,6 +64,7 @@ TXN_ID = Symbol("txn-id")  # the flow property that names a transaction for acqu
 SETTLED = 1  # sender-settle-mode "settled": the client receives at most once
 ROLE_SENDER, ROLE_RECEIVER = False, True
 COPY = Symbol("copy")  # distribution-mode: browse, acquiring nothing
+FIRST_CREDIT_DELAY = 0.001  # seconds from a new receiver's attach to its first deliveries
 NOT_FOUND = "amqp:not-found"
 DELIVERY_TAG = Symbol("delivery-tag")  # the info of a settled anonymous transfer's error
 
@@ -373,10 +374,11 @@ class OutgoingLink(Consumer):
         else:
             if self.fresh:
                 # A client sends its attach and first credit together; RabbitMQ's queue answers
-                # the credit after the attach reply is out, so deliveries never share a read
-                # with it (a client returns from making its receiver before the first message).
+                # that credit from its own process (a quorum queue once its log has the
+                # consumer), well after the attach reply, and clients count on it: RabbitMQ's
+                # asyncio client returns from making a consumer before its first message.
                 self.fresh = False
-                self.queue.scheduler.call_later(0, self._resume_if_attached)
+                self.queue.scheduler.call_later(FIRST_CREDIT_DELAY, self._resume_if_attached)
             else:
                 self.resume()
             if flow.echo:

@@ -92,8 +92,8 @@ def test_random_bytes_after_open_close_the_connection_without_raising(caplog):
 
 def test_a_receivers_first_credit_is_answered_after_its_attach():
     """A client sends its attach and first flow in one write; the deliveries that credit allows
-    go out on the next turn of the loop, after the attach reply was written, as RabbitMQ's
-    queues answer a new link's credit (a 4.x client returns from making its receiver before
+    go out from a timer, after the attach reply was written, as RabbitMQ's queues answer a new
+    link's credit from their own process (a 4.x client returns from making its receiver before
     its first message)."""
     scheduler = ManualScheduler()
     node = Node(scheduler, codec=CODEC)
