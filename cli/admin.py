@@ -4,14 +4,21 @@
 from __future__ import annotations
 
 import json
-import socket
 import sys
 import time
 from pathlib import Path
 from typing import Annotated
 
 import typer
-from rabbitish.cli.client import DEFAULT_URL, UNREACHABLE, ApiFailure, Client, CliError, segment
+from rabbitish.cli.client import (
+    DEFAULT_URL,
+    UNREACHABLE,
+    ApiFailure,
+    Client,
+    CliError,
+    amqp_answers,
+    segment,
+)
 from rabbitish.cli.output import AsJson, Url, Vhost, VhostOne
 from rabbitish.cli.output import console as _console
 from rabbitish.cli.output import print_json as _print_json
@@ -156,17 +163,6 @@ def definitions_import(file: DefinitionsFile, url: Url = DEFAULT_URL, vhost: Vho
 
 
 # ---------------------------------------------------------------------- wait-ready
-def _amqp_ready(host: str, port: int) -> bool:
-    """Whether the port answers an AMQP 0-9-1 header with a connection.start frame."""
-    try:
-        with socket.create_connection((host, port), timeout=2) as sock:
-            sock.sendall(b"AMQP\x00\x00\x09\x01")
-            sock.settimeout(2)
-            return sock.recv(1)[:1] == b"\x01"
-    except OSError:
-        return False
-
-
 def _api_ready(url: str) -> bool:
     try:
         Client(url, timeout=2).get("/api/overview")
@@ -192,7 +188,7 @@ def wait_ready(
         host = base.split("://", 1)[1].rsplit(":", 1)[0].strip("[]")
         deadline = time.monotonic() + timeout
         while True:
-            if _api_ready(url) and _amqp_ready(host, amqp_port):
+            if _api_ready(url) and amqp_answers(host, amqp_port):
                 _console().print(f"ready: AMQP on {host}:{amqp_port}, management API at {base}")
                 return
             if time.monotonic() >= deadline:

@@ -118,3 +118,15 @@ def _failure(err: urllib.error.HTTPError) -> ApiFailure:
     error = str(body.get("error") or err.reason or "error")
     reason = body.get("reason") or ("login required" if err.code == 401 else "")
     return ApiFailure(err.code, error, reason)
+
+
+def amqp_answers(host: str, port: int, timeout: float = 2.0) -> bool:
+    """Whether the port answers an AMQP 0-9-1 protocol header with connection.start (a method
+    frame): the readiness probe both command lines use for the AMQP listener."""
+    try:
+        with socket.create_connection((host, port), timeout=timeout) as sock:
+            sock.sendall(b"AMQP\x00\x00\x09\x01")
+            sock.settimeout(timeout)
+            return sock.recv(1)[:1] == b"\x01"
+    except OSError:
+        return False

@@ -8,7 +8,7 @@ import socket
 import time
 from typing import Any
 
-from rabbitish.cli.client import ApiFailure
+from rabbitish.cli.client import ApiFailure, amqp_answers
 from rabbitish.cli.ctl.context import EX_UNAVAILABLE, Context, CtlError, NodeDown, refused
 from rabbitish.cli.ctl.terms import json_line
 
@@ -35,20 +35,9 @@ def _connects(host: str, port: int, timeout: float = 2.0) -> bool:
         return False
 
 
-def _amqp_answers(host: str, port: int) -> bool:
-    """Whether the port answers a 0-9-1 protocol header with connection.start (a method frame)."""
-    try:
-        with socket.create_connection((host, port), timeout=2) as sock:
-            sock.sendall(b"AMQP\x00\x00\x09\x01")
-            sock.settimeout(2)
-            return sock.recv(1)[:1] == b"\x01"
-    except OSError:
-        return False
-
-
 def _amqp_ready(overview: dict[str, Any]) -> bool:
     amqp = [item for item in _listeners(overview) if item.get("protocol") == "amqp"]
-    return all(_amqp_answers(_host(item), int(item["port"])) for item in amqp)
+    return all(amqp_answers(_host(item), int(item["port"])) for item in amqp)
 
 
 def _host(listener: dict[str, Any]) -> str:
