@@ -115,6 +115,18 @@ class Context:
     def get(self, path: str) -> Any:
         return self.call("GET", path)
 
+    def checked(
+        self, method: str, path: str, body: Any = None, *, missing: CtlError | None = None
+    ) -> Any:
+        """`call` for verbs that word every refusal alike: a 404 raises `missing` where the
+        verb has its own text for it, any other refusal the API's reason (`refused`)."""
+        try:
+            return self.call(method, path, body)
+        except ApiFailure as failure:
+            if missing is not None and failure.status == 404:
+                raise missing from None
+            raise refused(failure.reason) from None
+
     def exists(self, path: str) -> bool:
         try:
             self.get(path)

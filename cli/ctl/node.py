@@ -16,10 +16,7 @@ BOLD, PLAIN = "\x1b[1m", "\x1b[0m"  # rabbitmqctl's section headings are bold ev
 
 
 def _overview(ctx: Context) -> dict[str, Any]:
-    try:
-        overview: dict[str, Any] = ctx.get("/api/overview")
-    except ApiFailure as failure:
-        raise refused(failure.reason) from None
+    overview: dict[str, Any] = ctx.checked("GET", "/api/overview")
     return overview
 
 

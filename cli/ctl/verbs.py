@@ -101,20 +101,12 @@ def listing_verb(listing: Listing) -> Callable[[Context], None]:
 
 # ---------------------------------------------------------------------- users
 def _user(ctx: Context, name: str) -> dict[str, Any]:
-    try:
-        user: dict[str, Any] = ctx.get(f"/api/users/{segment(name)}")
-    except ApiFailure as failure:
-        if failure.status == 404:
-            raise _no_user(name) from None
-        raise refused(failure.reason) from None
+    user: dict[str, Any] = ctx.checked("GET", f"/api/users/{segment(name)}", missing=_no_user(name))
     return user
 
 
 def _put_user(ctx: Context, name: str, document: dict[str, Any]) -> None:
-    try:
-        ctx.call("PUT", f"/api/users/{segment(name)}", document)
-    except ApiFailure as failure:
-        raise refused(failure.reason) from None
+    ctx.checked("PUT", f"/api/users/{segment(name)}", document)
 
 
 def add_user(ctx: Context) -> None:
@@ -129,12 +121,7 @@ def add_user(ctx: Context) -> None:
 def delete_user(ctx: Context) -> None:
     (name,) = ctx.invocation.args
     ctx.printer.info(f'Deleting user "{name}" ...')
-    try:
-        ctx.call("DELETE", f"/api/users/{segment(name)}")
-    except ApiFailure as failure:
-        if failure.status == 404:
-            raise _no_user(name) from None
-        raise refused(failure.reason) from None
+    ctx.checked("DELETE", f"/api/users/{segment(name)}", missing=_no_user(name))
 
 
 def change_password(ctx: Context) -> None:
@@ -181,12 +168,8 @@ def add_vhost(ctx: Context) -> None:
 def delete_vhost(ctx: Context) -> None:
     (name,) = ctx.invocation.args
     ctx.printer.info(f'Deleting vhost "{name}" ...')
-    try:
-        ctx.call("DELETE", f"/api/vhosts/{segment(name)}")
-    except ApiFailure as failure:
-        if failure.status == 404:
-            raise CtlError(EX_DATAERR, f"Virtual host '{name}' does not exist") from None
-        raise refused(failure.reason) from None
+    missing = CtlError(EX_DATAERR, f"Virtual host '{name}' does not exist")
+    ctx.checked("DELETE", f"/api/vhosts/{segment(name)}", missing=missing)
 
 
 def _user_and_vhost(ctx: Context, user: str, vhost: str) -> None:
@@ -203,10 +186,7 @@ def set_permissions(ctx: Context) -> None:
     ctx.printer.info(f'Setting permissions for user "{user}" in vhost "{vhost}" ...')
     _user_and_vhost(ctx, user, vhost)
     body = {"configure": configure, "write": write, "read": read}
-    try:
-        ctx.call("PUT", f"/api/permissions/{segment(vhost)}/{segment(user)}", body)
-    except ApiFailure as failure:
-        raise refused(failure.reason) from None
+    ctx.checked("PUT", f"/api/permissions/{segment(vhost)}/{segment(user)}", body)
 
 
 def clear_permissions(ctx: Context) -> None:
@@ -244,22 +224,15 @@ def set_policy(ctx: Context) -> None:
         "priority": number,
         "apply-to": values.get("apply_to", "all"),
     }
-    try:
-        ctx.call("PUT", f"/api/policies/{segment(vhost)}/{segment(name)}", body)
-    except ApiFailure as failure:
-        raise refused(failure.reason) from None
+    ctx.checked("PUT", f"/api/policies/{segment(vhost)}/{segment(name)}", body)
 
 
 def clear_policy(ctx: Context) -> None:
     (name,) = ctx.invocation.args
     vhost = ctx.invocation.vhost
     ctx.printer.info(f'Clearing policy "{name}" on vhost "{vhost}" ...')
-    try:
-        ctx.call("DELETE", f"/api/policies/{segment(vhost)}/{segment(name)}")
-    except ApiFailure as failure:
-        if failure.status == 404:
-            raise CtlError(EX_UNAVAILABLE, "Error:\nParameter does not exist") from None
-        raise refused(failure.reason) from None
+    missing = CtlError(EX_UNAVAILABLE, "Error:\nParameter does not exist")
+    ctx.checked("DELETE", f"/api/policies/{segment(vhost)}/{segment(name)}", missing=missing)
 
 
 # ---------------------------------------------------------------------- queues
@@ -270,12 +243,8 @@ def _queue_path(ctx: Context, name: str) -> str:
 def purge_queue(ctx: Context) -> None:
     (name,) = ctx.invocation.args
     ctx.printer.info(f"Purging queue '{name}' in vhost '{ctx.invocation.vhost}' ...")
-    try:
-        ctx.call("DELETE", _queue_path(ctx, name) + "/contents")
-    except ApiFailure as failure:
-        if failure.status == 404:
-            raise CtlError(EX_UNAVAILABLE, "Error:\nnot_found") from None
-        raise refused(failure.reason) from None
+    missing = CtlError(EX_UNAVAILABLE, "Error:\nnot_found")
+    ctx.checked("DELETE", _queue_path(ctx, name) + "/contents", missing=missing)
 
 
 def delete_queue(ctx: Context) -> None:
@@ -309,10 +278,7 @@ def export_definitions(ctx: Context) -> None:
         raise UsageError(f"Bad argument: Directory {directory} does not exist", EX_DATAERR)
     if target != "-":
         ctx.printer.info(f'Exporting definitions in JSON to a file at "{target}" ...')
-    try:
-        definitions = ctx.get("/api/definitions")
-    except ApiFailure as failure:
-        raise refused(failure.reason) from None
+    definitions = ctx.checked("GET", "/api/definitions")
     text = json.dumps(definitions, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     if target == "-":
         sys.stdout.write(text)
@@ -335,10 +301,7 @@ def import_definitions(ctx: Context) -> None:
         definitions = json.loads(text)
     except ValueError as err:
         raise CtlError(EX_DATAERR, f"Error:\nFailed to decode definitions: {err}") from None
-    try:
-        ctx.call("POST", "/api/definitions", definitions)
-    except ApiFailure as failure:
-        raise refused(failure.reason) from None
+    ctx.checked("POST", "/api/definitions", definitions)
     ctx.printer.info(
         "Successfully started definition import. "
         "This process is asynchronous and can take some time."
