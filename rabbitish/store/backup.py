@@ -23,7 +23,15 @@ from pathlib import Path
 from urllib.parse import quote
 
 from rabbitish.store.lock import DataDirLock
-from rabbitish.store.schema import CLEAN_STOP, DB_NAME, StoreError, _read_only_uri, _validate
+from rabbitish.store.schema import (
+    CLEAN_STOP,
+    DB_NAME,
+    StoreError,
+    _read_only_uri,
+    _validate,
+    fsync_dir,
+    remove_database,
+)
 
 PARTIAL = ".partial"  # the copy's name until it is checked and synced
 
@@ -61,15 +69,15 @@ def backup(data_dir: str | Path, dest: str | Path) -> BackupResult:
     try:
         uri = f"file:{quote(str(source.resolve()))}?mode=ro" if live else _read_only_uri(source)
         partial = target.with_name(target.name + PARTIAL)
-        _remove(partial)
+        remove_database(partial)
         try:
             _copy(uri, partial, str(source))
             os.replace(partial, target)
         finally:
-            _remove(partial)
+            remove_database(partial)
     finally:
         lock.release()
-    _sync_dir(dest_dir)
+    fsync_dir(dest_dir)
     version, queues, messages, clean = _summary(target)
     return BackupResult(
         source_dir,
@@ -142,16 +150,3 @@ def _summary(db: Path) -> tuple[int, int, int, bool]:
         return version, queues, messages, clean is not None
     finally:
         conn.close()
-
-
-def _remove(path: Path) -> None:
-    for leftover in (path, Path(f"{path}-journal"), Path(f"{path}-wal"), Path(f"{path}-shm")):
-        leftover.unlink(missing_ok=True)
-
-
-def _sync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)

@@ -242,7 +242,7 @@ def _check_dir(data_dir: Path) -> None:
         # loss can take the whole data dir away, with every message confirmed in it.
         for folder in reversed(missing):
             with suppress(PermissionError):  # a parent we may not read: best effort
-                _fsync_dir(folder.parent)
+                fsync_dir(folder.parent)
     except OSError as err:
         raise StoreError(
             f"{data_dir}: cannot create the data directory ({err.strerror}); "
@@ -262,8 +262,7 @@ def _create(path: Path) -> None:
     """Build the schema in a side file and rename it into place, so `path` is either absent or
     a complete rabbitish database whose header carries our application_id."""
     tmp = path.with_name(path.name + ".new")
-    for leftover in (tmp, Path(f"{tmp}-journal"), Path(f"{tmp}-wal"), Path(f"{tmp}-shm")):
-        leftover.unlink(missing_ok=True)
+    remove_database(tmp)
     conn = sqlite3.connect(tmp, isolation_level=None)
     try:
         conn.execute("PRAGMA synchronous=FULL")
@@ -276,16 +275,22 @@ def _create(path: Path) -> None:
     finally:
         conn.close()
     os.replace(tmp, path)
-    _fsync_dir(path.parent)
+    fsync_dir(path.parent)
 
 
-def _fsync_dir(directory: Path) -> None:
+def fsync_dir(directory: Path) -> None:
     """Make the names in `directory` (a file renamed in, a directory made) durable."""
     fd = os.open(directory, os.O_RDONLY)
     try:
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+def remove_database(path: Path) -> None:
+    """Delete the SQLite file at `path` and its side files (-journal, -wal, -shm), if any."""
+    for leftover in (path, Path(f"{path}-journal"), Path(f"{path}-wal"), Path(f"{path}-shm")):
+        leftover.unlink(missing_ok=True)
 
 
 def _validate(path: Path) -> int:
