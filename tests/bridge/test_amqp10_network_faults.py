@@ -37,11 +37,13 @@ from tests.support.network_faults import (
     HEARTBEAT,
     Seen,
     answered,
+    broker_and_proxy_fixtures,
     faulty_broker,
     pick,
     run_faulted,
     wait_released,
 )
+from tests.support.queues import take_all
 
 EMPTY_FRAME = b"\x00\x00\x00\x08\x02\x00\x00\x00"  # a 1.0 heartbeat
 
@@ -51,28 +53,7 @@ from proton.utils import BlockingConnection  # noqa: E402
 
 from tests.support.proton_tx import TxClient  # noqa: E402
 
-
-@pytest.fixture(scope="module")
-def faulty(tmp_path_factory):
-    with faulty_broker(tmp_path_factory.mktemp("netfaults10")) as made:
-        yield made
-
-
-@pytest.fixture
-def proxy(faulty):
-    broker, _api = faulty
-    with FaultProxy(broker.port) as made:
-        yield made
-
-
-def drain(url: str, queue: str) -> list[bytes]:
-    got = []
-    with pika_channel(url) as ch:
-        while True:
-            method_frame, _properties, body = ch.basic_get(queue, auto_ack=True)
-            if method_frame is None:
-                return got
-            got.append(body)
+faulty, proxy = broker_and_proxy_fixtures("netfaults10")
 
 
 # ---------------------------------------------------------------------- discharges
@@ -122,7 +103,7 @@ def test_a_discharge_survives_a_broken_network_whole_or_not_at_all(faulty, proxy
             client.close()
 
     seen = run_faulted(broker, api, proxy, send_and_commit, fault)
-    in_a, in_b = drain(broker.url, a), drain(broker.url, b)
+    in_a, in_b = take_all(broker.url, a), take_all(broker.url, b)
     if in_a:  # committed: all of it
         assert (in_a, in_b) == ([b"a1", b"a2"], [b"b1"])
         assert committed is not False, "a discharge the broker never read took effect"
@@ -165,7 +146,7 @@ def test_every_accepted_transfer_survives_a_broken_network(faulty, proxy, uid, f
             conn.close()
 
     seen = run_faulted(broker, api, proxy, send_each, fault)
-    present = [body.decode() for body in drain(broker.url, uid)]
+    present = [body.decode() for body in take_all(broker.url, uid)]
     assert set(seen.done) <= set(present), f"accepted but lost: {set(seen.done) - set(present)}"
     assert present == seen.attempted[: len(present)]  # in order, none doubled
     if action.kind == "trickle":
@@ -198,7 +179,7 @@ def test_a_vanished_receiver_with_a_full_socket_is_closed_and_its_deliveries_req
             conn.close()
 
     run_faulted(broker, api, proxy, receive, fault)
-    assert len(drain(broker.url, uid)) == count  # every delivery back on the queue
+    assert len(take_all(broker.url, uid)) == count  # every delivery back on the queue
 
 
 # ---------------------------------------------------------------------- idle time-out threshold
@@ -242,4 +223,4 @@ def test_a_closed_peer_that_reads_nothing_loses_its_socket_without_heartbeats(tm
         api.ok("DELETE", "/api/connections/" + quote(name, safe=""))
         wait_released(broker, api, timeout=FLUSH_ON_CLOSE + 10)
         proxy.abort_all()
-        assert len(drain(broker.url, uid)) == 24
+        assert len(take_all(broker.url, uid)) == 24

@@ -24,7 +24,6 @@ from tests.support.clients import bodies, pika_channel
 from tests.support.fault_proxy import (
     TO_BROKER,
     TO_CLIENT,
-    FaultProxy,
     after_bytes,
     body_after,
     cut,
@@ -35,22 +34,20 @@ from tests.support.fault_proxy import (
     vanish,
 )
 from tests.support.half import TXN_EXCHANGE, decide, half, half_transactions
-from tests.support.network_faults import HEARTBEAT, Seen, answered, faulty_broker, pick, run_faulted
+from tests.support.network_faults import (
+    HEARTBEAT,
+    Seen,
+    answered,
+    broker_and_proxy_fixtures,
+    pick,
+    run_faulted,
+)
+from tests.support.queues import get_all
 
 PERSISTENT = 2
 
 
-@pytest.fixture(scope="module")
-def faulty(tmp_path_factory):
-    with faulty_broker(tmp_path_factory.mktemp("netfaults")) as made:
-        yield made
-
-
-@pytest.fixture
-def proxy(faulty):
-    broker, _api = faulty
-    with FaultProxy(broker.port) as made:
-        yield made
+faulty, proxy = broker_and_proxy_fixtures("netfaults")
 
 
 def props(message_id: str, **extra) -> pika.BasicProperties:
@@ -59,13 +56,7 @@ def props(message_id: str, **extra) -> pika.BasicProperties:
 
 def drain(url: str, queue: str) -> list[tuple[str, bool]]:
     """(message id, redelivered) of everything on `queue`, taken off it."""
-    got = []
-    with pika_channel(url) as ch:
-        while True:
-            method_frame, properties, _body = ch.basic_get(queue, auto_ack=True)
-            if method_frame is None:
-                return got
-            got.append((properties.message_id, method_frame.redelivered))
+    return [(props.message_id, got.redelivered) for got, props, _body in get_all(url, queue)]
 
 
 def declare(url: str, *queues: str) -> None:

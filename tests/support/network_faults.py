@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from rabbitish.app import Broker
 from rabbitish.testing import call_in_loop, management_url, running_broker
 from tests.support.fault_proxy import FaultProxy, broker_sockets
@@ -46,6 +48,25 @@ def faulty_broker(data_dir: Path, heartbeat: int = HEARTBEAT) -> Iterator[tuple[
         base = management_url(broker)
         _credentials, host = base.split("://", 1)[1].rsplit("@", 1)
         yield broker, Api(broker.url, f"http://{host}", "rabbitish")
+
+
+def broker_and_proxy_fixtures(name: str) -> tuple[Any, Any]:
+    """The `faulty` (module-scoped faulty_broker on a fresh data dir called `name`) and `proxy`
+    (a FaultProxy in front of it, one a test) fixtures a fault test module assigns to itself:
+    `faulty, proxy = broker_and_proxy_fixtures("netfaults")`."""
+
+    @pytest.fixture(scope="module")
+    def faulty(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Broker, Api]]:
+        with faulty_broker(tmp_path_factory.mktemp(name)) as made:
+            yield made
+
+    @pytest.fixture
+    def proxy(faulty: tuple[Broker, Api]) -> Iterator[FaultProxy]:
+        broker, _api = faulty
+        with FaultProxy(broker.port) as made:
+            yield made
+
+    return faulty, proxy
 
 
 # ---------------------------------------------------------------------- nothing left behind

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pika
 import pika.exceptions
+from pika.spec import Basic
 
 from tests.support.clients import pika_channel as channel
 
@@ -44,12 +45,27 @@ def ready(url: str, name: str) -> int:
         return ch.queue_declare(name, passive=True).method.message_count
 
 
-def take_all(url: str, name: str) -> list[bytes]:
-    """Every ready message's body, taken off the queue with basic.get."""
+def message_count(conn: pika.BlockingConnection, queue: str) -> int:
+    """The queue's ready message count, as declare-ok reports it, on a channel of `conn`."""
+    ch = conn.channel()
+    try:
+        return ch.queue_declare(queue, passive=True).method.message_count
+    finally:
+        ch.close()
+
+
+def get_all(url: str, name: str) -> list[tuple[Basic.GetOk, pika.BasicProperties, bytes]]:
+    """(get-ok, properties, body) of every ready message, taken off the queue with basic.get
+    (auto-ack)."""
     got = []
     with channel(url) as ch:
         while True:
-            method, _, body = ch.basic_get(name, auto_ack=True)
+            method, properties, body = ch.basic_get(name, auto_ack=True)
             if method is None:
                 return got
-            got.append(body)
+            got.append((method, properties, body))
+
+
+def take_all(url: str, name: str) -> list[bytes]:
+    """Every ready message's body, taken off the queue with basic.get."""
+    return [body for _method, _properties, body in get_all(url, name)]

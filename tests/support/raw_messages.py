@@ -46,6 +46,28 @@ HEADER_TABLE = table(
 )
 
 
+def wide_table(innermost: bytes) -> bytes:
+    """HEADER_TABLE nested in a table with the unsigned types (u8, u16, u32), a table inside an
+    array inside a table (whose byte array holds `innermost`), and arrays in arrays."""
+    innermost_table = table([("x", b"x" + longstr(innermost))])
+    return table(
+        [
+            ("all", b"F" + HEADER_TABLE),
+            ("u8", b"B" + struct.pack(">B", 200)),
+            ("u16", b"u" + struct.pack(">H", 60000)),
+            ("u32", b"i" + struct.pack(">I", 4_000_000_000)),
+            (
+                "deep",
+                b"F" + table([("a", b"A" + longstr(b"F" + innermost_table))]),
+            ),
+            (
+                "arrays",
+                b"A" + longstr(b"A" + longstr(b"D\x03" + struct.pack(">i", -1)) + b"T" + bytes(8)),
+            ),
+        ]
+    )
+
+
 def content_header(body_size: int, headers: bytes = HEADER_TABLE) -> bytes:
     """Every basic property set (bits 15..3), in wire order."""
     props = (

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import datetime
 import decimal
-import struct
 import time
 from contextlib import suppress
 from dataclasses import dataclass, field
@@ -20,14 +19,13 @@ import pika
 import pika.exceptions
 from pamqp import commands
 
+from tests.support.queues import message_count
 from tests.support.raw_amqp import RawClient
 from tests.support.raw_messages import (
-    HEADER_TABLE,
     content_header,
-    longstr,
     raw_get,
     raw_publish,
-    table,
+    wide_table,
 )
 from tests.support.waiting import wait_until
 
@@ -90,22 +88,7 @@ SERVER_NAMED = "<server-named>"
 
 # Every field type, beyond the shared table: unsigned byte, unsigned short, unsigned int,
 # nested tables and arrays in arrays, a decimal, a timestamp, a byte array.
-PROPS_TABLE = table(
-    [
-        ("all", b"F" + HEADER_TABLE),
-        ("u8", b"B" + struct.pack(">B", 200)),
-        ("u16", b"u" + struct.pack(">H", 60000)),
-        ("u32", b"i" + struct.pack(">I", 4_000_000_000)),
-        (
-            "deep",
-            b"F" + table([("a", b"A" + longstr(b"F" + table([("x", b"x" + longstr(b"\1"))])))]),
-        ),
-        (
-            "arrays",
-            b"A" + longstr(b"A" + longstr(b"D\x03" + struct.pack(">i", -1)) + b"T" + bytes(8)),
-        ),
-    ]
-)
+PROPS_TABLE = wide_table(b"\1")
 PROPS_BODY = bytes(range(256)) * 600  # several frames
 
 
@@ -140,14 +123,6 @@ def _publish(ch: Any, exchange: str, key: str, body: bytes, props: Any = P) -> s
 
 def _barrier(ch: Any, queue: str) -> None:
     assert _publish(ch, "", queue, b"barrier") == "ack"
-
-
-def _count(conn: Any, queue: str) -> int:
-    ch = conn.channel()
-    try:
-        return ch.queue_declare(queue, passive=True).method.message_count
-    finally:
-        ch.close()
 
 
 def populate(url: str, quorum: bool = True) -> tuple[Context, dict[str, Any]]:
@@ -225,9 +200,9 @@ def populate(url: str, quorum: bool = True) -> tuple[Context, dict[str, Any]]:
     method, _, _ = ch.basic_get("rs.q.dl-src", auto_ack=False)
     ch.basic_reject(method.delivery_tag, requeue=False)
     _publish(ch, "", "rs.q.ttl-dlx", b"to expire")
-    wait_until(lambda: _count(conn, "rs.q.dead") == 1, timeout=10)
-    wait_until(lambda: _count(conn, "rs.q.expired") == 1, timeout=10)
-    wait_until(lambda: _count(conn, "rs.q.dead-overflow") == 1, timeout=10)
+    wait_until(lambda: message_count(conn, "rs.q.dead") == 1, timeout=10)
+    wait_until(lambda: message_count(conn, "rs.q.expired") == 1, timeout=10)
+    wait_until(lambda: message_count(conn, "rs.q.dead-overflow") == 1, timeout=10)
     for name in ("rs.q.dl-src", "rs.q.dead", "rs.q.expired", "rs.q.dead-overflow"):
         _barrier(ch, name)
 

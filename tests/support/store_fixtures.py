@@ -30,14 +30,15 @@ import pika.exceptions
 import pika.frame
 from pamqp import commands
 
+from tests.support.queues import message_count
 from tests.support.raw_amqp import RawClient, raw_frame
 from tests.support.raw_messages import (
-    HEADER_TABLE,
     content_header,
     longstr,
     raw_publish,
     shortstr,
     table,
+    wide_table,
 )
 from tests.support.waiting import wait_until
 
@@ -141,22 +142,7 @@ def pika_header(body: bytes, props: pika.BasicProperties) -> bytes:
 
 # Every basic property and every field type, sent as raw frames (tests/support/raw_messages.py),
 # plus the unsigned and nested types.
-ALL_TYPES_TABLE = table(
-    [
-        ("all", b"F" + HEADER_TABLE),
-        ("u8", b"B" + struct.pack(">B", 200)),
-        ("u16", b"u" + struct.pack(">H", 60000)),
-        ("u32", b"i" + struct.pack(">I", 4_000_000_000)),
-        (
-            "deep",
-            b"F" + table([("a", b"A" + longstr(b"F" + table([("x", b"x" + longstr(b"1"))])))]),
-        ),
-        (
-            "arrays",
-            b"A" + longstr(b"A" + longstr(b"D\x03" + struct.pack(">i", -1)) + b"T" + bytes(8)),
-        ),
-    ]
-)
+ALL_TYPES_TABLE = wide_table(b"1")
 
 
 def large_body(i: int, size: int) -> bytes:
@@ -246,14 +232,6 @@ def _publish(
     """A confirmed persistent publish that lands on `queue` (recorded there)."""
     ch.basic_publish(exchange, key, body, props, mandatory=True)
     world.messages(queue, vhost).append(message_entry(body, pika_header(body, props)))
-
-
-def _count(conn: Any, queue: str) -> int:
-    ch = conn.channel()
-    try:
-        return ch.queue_declare(queue, passive=True).method.message_count
-    finally:
-        ch.close()
 
 
 def _arguments() -> dict[str, Any]:
@@ -527,7 +505,7 @@ def _messages(conn: Any, ch: Any, world: World, url: str) -> None:
     world.messages("ug.q.dead").append(
         message_entry(b"to reject", None, x_death={"reason": "rejected", "queue": "ug.q.dlsrc"})
     )
-    wait_until(lambda: _count(conn, "ug.q.dead") == 1, timeout=10)
+    wait_until(lambda: message_count(conn, "ug.q.dead") == 1, timeout=10)
     for name in ("ug.q.dlsrc", "ug.q.dead"):
         _publish(ch, world, "", name, name, b"barrier")
 
