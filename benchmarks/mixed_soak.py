@@ -105,6 +105,8 @@ class Run:
     samples: list[Sample] = field(default_factory=list)
     kills: int = 0
     faults: dict[str, int] = field(default_factory=dict)
+    fired: int = 0  # armed faults that met their trigger before the next one replaced them
+    armed: fp.Fault | None = None
     offsets: dict[Path, int] = field(default_factory=dict)
 
 
@@ -185,6 +187,8 @@ def _sample(run: Run, pids: list[int], folder: Path, management: str, began: flo
 
 
 def _fault(proxy: fp.FaultProxy, rng: random.Random, run: Run) -> None:
+    if run.armed is not None and run.armed.fired:
+        run.fired += 1
     proxy.disarm()
     proxy.heal()
     action_name = rng.choice(["stall", "cut", "trickle", "vanish"])
@@ -204,7 +208,7 @@ def _fault(proxy: fp.FaultProxy, rng: random.Random, run: Run) -> None:
         trigger = fp.on_frame(fp.TO_BROKER, fp.performative("transfer"))
     else:
         trigger = fp.on_frame(fp.TO_BROKER, fp.method(where))
-    proxy.arm(trigger, action)
+    run.armed = proxy.arm(trigger, action)
     key = f"{action_name} at {where}"
     run.faults[key] = run.faults.get(key, 0) + 1
 
@@ -351,6 +355,7 @@ def soak(args: argparse.Namespace) -> int:
         "client processes started": sum(w.starts for w in workers),
         "client kills (SIGKILL)": run.kills,
         "network faults armed": sum(run.faults.values()),
+        "network faults fired": run.fired,
         "faults by kind": dict(sorted(run.faults.items())),
         "samples with the memory alarm on": sum(1 for s in run.samples if s.alarm),
         "memory alarm transitions": sum(

@@ -40,9 +40,12 @@ def decision(txn: str) -> bool:
 
 class Ledger:
     def __init__(self, folder: str, kind: str) -> None:
-        path = Path(folder) / f"{kind}-{os.getpid()}.log"
-        self.file: TextIO = path.open("a", buffering=1)
-        self.prefix = f"{kind}:{os.getpid()}:"
+        # The process id alone repeats over a long run (pids are reused): with the start time
+        # in milliseconds, ids and files are unique to one process.
+        incarnation = f"{os.getpid()}-{time.time_ns() // 1_000_000 % 10**9}"
+        path = Path(folder) / f"{kind}-{incarnation}.log"
+        self.file: TextIO = path.open("x", buffering=1)
+        self.prefix = f"{kind}:{incarnation}:"
         self.count = 0
 
     def next_id(self) -> str:
