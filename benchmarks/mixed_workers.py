@@ -169,7 +169,6 @@ def prepared_worker(ledger: Ledger, url: str) -> None:
     back transaction puts the input back, to be processed again under a new transaction."""
     import pika
 
-    rng = random.Random()
     conn = _pika(url)
     _watch_blocked(conn, ledger)
     channel = conn.channel()
@@ -199,7 +198,6 @@ def prepared_worker(ledger: Ledger, url: str) -> None:
         )
         channel.tx_commit()
         ledger.write("C" if commit else "R", out, *([ms_since(start)] if commit else []))
-        _ = rng
 
 
 def checker(ledger: Ledger, url: str) -> None:
