@@ -16,6 +16,7 @@ throughout: the growth from the end of warm-up to the end of the run must stay u
 
     python -m benchmarks.soak [--connections 1000] [--minutes 10] [--kill-every 0.3]
     python -m benchmarks.soak --url amqp://... --management http://host:port --pid PID
+    python -m benchmarks.soak --mixed [--minutes 30]   (benchmarks/mixed_soak.py)
 """
 
 from __future__ import annotations
@@ -244,6 +245,10 @@ def run(url: str, pids: list[int], args: argparse.Namespace) -> dict[str, Any]:
 
 
 def main() -> int:
+    if "--mixed" in sys.argv[1:]:  # the long mixed soak: benchmarks/mixed_soak.py
+        from benchmarks.mixed_soak import main as mixed
+
+        return mixed([a for a in sys.argv[1:] if a != "--mixed"])
     parser = argparse.ArgumentParser(prog="python -m benchmarks.soak", description=__doc__)
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
     parser.add_argument("--connections", type=int, default=1000)

@@ -75,3 +75,18 @@ def test_amqp10_benchmark_measures_a_selector_receiver() -> None:
         latency = results[round_trip]
         assert isinstance(latency, Latency)
         assert 0 < latency.p50_us <= latency.p99_us
+
+
+def test_mixed_soak_runs_briefly_with_exact_ledgers() -> None:
+    """`python -m benchmarks.soak --mixed` for a few seconds at tiny rates, kills and faults
+    included: every ledger exact and nothing left behind (flatness needs the long run)."""
+    argv = [sys.executable, "-m", "benchmarks.soak", "--mixed", "--minutes", "0.15"]
+    argv += ["--rate", "3", "--kill-every", "2", "--fault-every", "1.5", "--sample-every", "1"]
+    argv += ["--burst-mib", "2", "--drain-timeout", "60"]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=150)
+    assert '"settled": true' in done.stdout, done.stdout + done.stderr
+    for rule in ("lost", "phantom", "duplicate", "atomic"):
+        assert f'"ledger {rule}": 0' in done.stdout, done.stdout
+    for left in ("connections", "channels", "consumers", "messages", "messages_half"):
+        assert f'"left: {left}": 0' in done.stdout, done.stdout
+    assert '"confirmed or committed": 0' not in done.stdout
