@@ -386,6 +386,10 @@ class HalfRegistry:
     # ------------------------------------------------------------------ holding
     def hold(self, publish: HalfPublish, message: Message, queues: list[Queue]) -> None:
         txn = self.txns.get(publish.txn_id)
+        if txn is None and publish.txn_id in self.decided:
+            # A part of a decided transaction arriving late (held up in the network while a
+            # status check decided it): holding it would start the id over, undecidable.
+            raise precondition_failed(f"transaction '{publish.txn_id}' was already decided")
         if txn is None:
             txn = HalfTxn(publish.txn_id, self.wall(), self.vhost.scheduler.now())
             self.txns[txn.id] = txn

@@ -109,6 +109,22 @@ def test_decisions_are_idempotent_and_unknown_ids_unroutable(broker_url, queues,
                 ch.basic_publish(TXN_EXCHANGE, key, b"", props, mandatory=True)
 
 
+def test_a_half_message_for_a_decided_id_is_refused(broker_url, rabbitish_broker, queues, uid):
+    """A part of a transaction that arrives after a decision (a producer held up while a
+    status check rolled its id back) is refused: held, it would start the id over."""
+    a, _ = queues
+    with pika_channel(broker_url) as ch:
+        ch.confirm_delivery()
+        ch.basic_publish("", a, b"first", half(uid))
+        decide(ch, uid, "rollback", mandatory=True)
+        code, reply = channel_error(lambda: ch.basic_publish("", a, b"late", half(uid)))
+    assert (code, reply) == (406, f"PRECONDITION_FAILED - transaction '{uid}' was already decided")
+    node = rabbitish_broker.node
+    assert call_in_loop(rabbitish_broker, node.vhosts["/"].half.get, uid) is None
+    with pika_channel(broker_url) as ch:
+        assert ready(ch, a) == 0
+
+
 def test_an_unroutable_half_message_is_returned_and_holds_nothing(
     broker_url, rabbitish_broker, uid
 ):
