@@ -15,7 +15,8 @@ one sync, so its bound is the sync rate times the batch, or the write bandwidth)
 the broker wrote to storage per message (/proc/PID/io). A local RabbitMQ, when installed, runs
 the same two scenarios beside it (its data dir is a temporary directory, on the file system of
 tempfile.gettempdir()). Rounds interleave the disk loops and the brokers; medians are
-reported."""
+reported, each broker's fractions taken against the disk loops run just before it in the same
+round."""
 
 from __future__ import annotations
 
@@ -119,14 +120,14 @@ def sqlite_commits(directory: Path, seconds: float, body: int = 100) -> float:
 
 
 def disk_rates(directory: Path, seconds: float) -> DiskRates:
-    """Every disk loop once, `seconds` each."""
-    return DiskRates(
-        append_fsync=sync_loop(directory, seconds, os.fsync, append=True),
-        append_fdatasync=sync_loop(directory, seconds, os.fdatasync, append=True),
-        rewrite_fdatasync=sync_loop(directory, seconds, os.fdatasync, append=False),
-        sqlite_commit=sqlite_commits(directory, seconds),
-        bandwidth=bandwidth_loop(directory, seconds),
-    )
+    """Every disk loop once, `seconds` each; the ones a commit's rate is compared with last,
+    nearest the broker's scenarios that follow."""
+    bandwidth = bandwidth_loop(directory, seconds)
+    append_fsync = sync_loop(directory, seconds, os.fsync, append=True)
+    append_fdatasync = sync_loop(directory, seconds, os.fdatasync, append=True)
+    sqlite_commit = sqlite_commits(directory, seconds)
+    rewrite_fdatasync = sync_loop(directory, seconds, os.fdatasync, append=False)
+    return DiskRates(append_fsync, append_fdatasync, rewrite_fdatasync, sqlite_commit, bandwidth)
 
 
 @dataclass
@@ -187,13 +188,27 @@ def file_system(directory: Path) -> str:
     return f"{best[1]} on {best[0]}"
 
 
-def report(disks: list[DiskRates], brokers: dict[str, list[BrokerRates]], directory: Path) -> str:
-    """Medians of the rounds as a markdown table, with where and when it was measured."""
+def _share(
+    rounds: list[tuple[DiskRates, BrokerRates]],
+    rate: Callable[[BrokerRates], float],
+    limit: Callable[[DiskRates], float],
+) -> float:
+    """The median over rounds of a broker's rate over the disk's, both of that round."""
+    return median([rate(b) / limit(d) for d, b in rounds])
+
+
+def report(
+    disks: list[DiskRates], brokers: dict[str, list[tuple[DiskRates, BrokerRates]]], where: Path
+) -> str:
+    """Medians of the rounds as a markdown table, with where and when it was measured. A
+    broker's fractions are taken against the disk loops run just before its scenarios in the
+    same round (the disk's rate moves with whatever else writes to it), then the median."""
     disk = DiskRates(*(median([getattr(d, f.name) for d in disks]) for f in fields(DiskRates)))
     lines = [
         f"Date: {datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC; load average "
-        f"{os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs; directory {directory} "
-        f"({file_system(directory)}); median of {len(disks)} interleaved round(s).",
+        f"{os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs; directory {where} "
+        f"({file_system(where)}); median of {len(disks)} disk measurement(s), each broker's "
+        f"fractions against the one run just before it.",
         "",
         "| measure | rate | fraction of the disk's limit |",
         "|---|---|---|",
@@ -202,23 +217,29 @@ def report(disks: list[DiskRates], brokers: dict[str, list[BrokerRates]], direct
         f"| disk: {BLOCK} B rewrite + fdatasync | {disk.rewrite_fdatasync:,.0f}/s | |",
         f"| disk: 1 MiB append + fdatasync | {disk.bandwidth / 2**20:,.0f} MiB/s | |",
         f"| SQLite: one-row commit, WAL, synchronous=FULL | {disk.sqlite_commit:,.0f}/s | "
-        f"{disk.sqlite_commit / disk.rewrite_fdatasync:.2f} of rewrite + fdatasync |",
+        f"{median([d.sqlite_commit / d.rewrite_fdatasync for d in disks]):.2f} of rewrite + "
+        f"fdatasync |",
     ]
     for name, rounds in brokers.items():
-        tx = median([b.tx_commit_1 for b in rounds])
-        tx_cpu = median([b.tx_commit_1_cpu for b in rounds])
-        confirm = median([b.confirm_publish for b in rounds])
-        confirm_cpu = median([b.confirm_publish_cpu for b in rounds])
-        per_message = median([b.confirm_bytes for b in rounds])
+        tx = median([b.tx_commit_1 for _, b in rounds])
+        tx_cpu = median([b.tx_commit_1_cpu for _, b in rounds])
+        confirm = median([b.confirm_publish for _, b in rounds])
+        confirm_cpu = median([b.confirm_publish_cpu for _, b in rounds])
+        per_message = median([b.confirm_bytes for _, b in rounds])
+        tx_fsync = _share(rounds, lambda b: b.tx_commit_1, lambda d: d.append_fsync)
+        tx_rewrite = _share(rounds, lambda b: b.tx_commit_1, lambda d: d.rewrite_fdatasync)
+        tx_sqlite = _share(rounds, lambda b: b.tx_commit_1, lambda d: d.sqlite_commit)
+        per_sync = _share(rounds, lambda b: b.confirm_publish, lambda d: d.rewrite_fdatasync)
+        bandwidth = _share(
+            rounds, lambda b: b.confirm_publish * b.confirm_bytes, lambda d: d.bandwidth
+        )
         lines += [
             f"| {name} tx_commit_1 (broker CPU {tx_cpu:,.0f} us/commit) | {tx:,.0f} "
-            f"commits/s | {tx / disk.append_fsync:.2f} of append + fsync, "
-            f"{tx / disk.rewrite_fdatasync:.2f} of rewrite + fdatasync, "
-            f"{tx / disk.sqlite_commit:.2f} of SQLite's commit |",
+            f"commits/s | {tx_fsync:.2f} of append + fsync, {tx_rewrite:.2f} of rewrite + "
+            f"fdatasync, {tx_sqlite:.2f} of SQLite's commit |",
             f"| {name} confirm_publish (broker CPU {confirm_cpu:,.0f} us/msg) | "
-            f"{confirm:,.0f} msgs/s | {confirm / disk.rewrite_fdatasync:.1f} messages per "
-            f"rewrite + fdatasync; {per_message:,.0f} B written per message, "
-            f"{confirm * per_message / disk.bandwidth:.2f} of the bandwidth |",
+            f"{confirm:,.0f} msgs/s | {per_sync:.1f} messages per rewrite + fdatasync; "
+            f"{per_message:,.0f} B written per message, {bandwidth:.2f} of the bandwidth |",
         ]
     return "\n".join(lines)
 
@@ -257,13 +278,15 @@ def main() -> None:
                 node = stack.enter_context(real_rabbitmq())
                 assert node._proc is not None
                 targets[f"RabbitMQ {node.version}"] = (node.url, process_tree(node._proc.pid))
-        brokers: dict[str, list[BrokerRates]] = {name: [] for name in targets}
+        brokers: dict[str, list[tuple[DiskRates, BrokerRates]]] = {name: [] for name in targets}
         for _ in range(args.rounds):
-            disks.append(disk_rates(work, args.seconds))
+            if not targets:
+                disks.append(disk_rates(work, args.seconds))
             for name, (url, pids) in targets.items():
-                brokers[name].append(
-                    broker_rates(url, pids, args.messages, args.seconds, args.body)
-                )
+                disk = disk_rates(work, args.seconds)
+                disks.append(disk)
+                rates = broker_rates(url, pids, args.messages, args.seconds, args.body)
+                brokers[name].append((disk, rates))
     print(report(disks, brokers, args.dir))
 
 
