@@ -23,6 +23,11 @@ def _number(value: float | None, digits: int = 0) -> str:
     return f"{value:,.{digits}f}"
 
 
+def _small(value: float | None) -> str:
+    """One decimal below 10 (MiB/s of small messages), none above."""
+    return _number(value, 1 if value is not None and abs(value) < 10 else 0)
+
+
 def _x(dimension: str, x: int) -> str:
     if dimension == "size":
         for unit, scale in (("MiB", 1 << 20), ("KiB", 1 << 10)):
@@ -45,7 +50,11 @@ def table(result: Result) -> list[list[str]]:
     header += [f"{name} {dimension.unit}" for name in names]
     header += [f"{name} CPU us/op" for name in names]
     header += [f"{name} RSS MiB" for name in names]
-    header += [f"{name} {extra}" for extra in extras for name in names]
+    # a column the brokers share (offered rate, message count) once, the others per broker
+    shared = [e for e in extras if len({repr([p.extra.get(e) for p in s]) for s in series}) == 1]
+    apart = [e for e in extras if e not in shared]
+    header += shared
+    header += [f"{name} {extra}" for extra in apart for name in names]
     pair = len(names) == 2
     if pair:
         header += ["ratio", "CPU ratio"]
@@ -56,7 +65,8 @@ def table(result: Result) -> list[list[str]]:
         row += [_number(p.rate) for p in points]
         row += [_number(p.cpu_us, 1 if (p.cpu_us or 0) < 100 else 0) for p in points]
         row += [_number(p.rss_mib) for p in points]
-        row += [_number(p.extra.get(extra)) for extra in extras for p in points]
+        row += [_small(point.extra.get(extra)) for extra in shared]
+        row += [_small(p.extra.get(extra)) for extra in apart for p in points]
         if pair:
             ours, theirs = points
             row.append(f"{ours.rate / theirs.rate:.2f}x" if theirs.rate else "-")
