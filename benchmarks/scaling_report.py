@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     from benchmarks.scaling import Point, Result
 
 COLOURS = ("tab:orange", "tab:blue", "tab:green", "tab:red")
-PALETTE = 48  # colours in the saved PNG
+PALETTE = 24  # colours in the saved PNG
 
 
 def _number(value: float | None, digits: int = 0) -> str:
