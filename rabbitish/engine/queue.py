@@ -120,6 +120,8 @@ class Queue:
         self._expiry_timer: TimerHandle | None = None
         self._had_consumer = False
         self._dispatching = False
+        # No consumer had credit at the last look: an arriving message waits for `dispatch`.
+        self._starved = False
         self._held = False  # a commit is applying its effects: no deliveries until it is done
         self._arriving: QueueEntry | None = None
         # Counters for statistics (management API, metrics): "delivered" counts every delivery
@@ -209,7 +211,8 @@ class Queue:
         try:
             if self.browsers:  # they see it before a consumer may take it
                 self._browse_all()
-            self.dispatch()
+            if not self._starved:
+                self._dispatch()
         finally:
             self._arriving = None
         if args.max_length is not None or args.max_length_bytes is not None:
@@ -283,7 +286,16 @@ class Queue:
             self.touch()
 
     def dispatch(self) -> None:
-        """Deliver ready messages to consumers that have credit, round-robin."""
+        """Deliver ready messages to consumers that have credit, round-robin. Front ends call
+        it whenever credit may have come back (settlements, qos, flow, output drained), so it
+        looks at every consumer again."""
+        self._starved = False
+        self._dispatch()
+
+    def _dispatch(self) -> None:
+        """Deliver what credit allows. A consumer found without credit is not asked again
+        before the call ends (nothing here gives credit back), and when none had any the queue
+        is starved: new messages wait without a look at every consumer until `dispatch`."""
         if self._dispatching or self._held or not self.consumers or not len(self.ready):
             return
         self._dispatching = True
@@ -293,12 +305,17 @@ class Queue:
                 return
             ready = self.ready
             consumers = self.consumers
+            spent: set[Consumer] | None = None
             while len(ready) and consumers:
                 count = len(consumers)
                 chosen = entry = None
+                credited = False
                 for i in range(count):
                     candidate = consumers[(self._rr + i) % count]
+                    if spent is not None and candidate in spent:
+                        continue
                     if candidate.credit > 0:
+                        credited = True
                         selection = candidate.selection
                         if selection is None:
                             entry = self._take()
@@ -312,7 +329,11 @@ class Queue:
                         chosen = candidate
                         self._rr = (self._rr + i + 1) % count
                         break
+                    if spent is None:
+                        spent = set()
+                    spent.add(candidate)
                 if chosen is None or entry is None:
+                    self._starved = not credited
                     return
                 self._hand_over(chosen, entry)
         finally:

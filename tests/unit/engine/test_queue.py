@@ -227,3 +227,67 @@ def test_a_delivery_limit_applies_to_quorum_queues_only(host, scheduler):
     assert delivery is not None
     settle([delivery], Outcome.REQUEUE)
     assert (host.dead, queue.message_count) == ([], 1)
+
+
+class CountingTaker(Taker):
+    """A Taker that counts how often the queue asks its credit."""
+
+    __slots__ = ("asked",)
+
+    def __init__(self, queue: Queue, tag: str, prefetch: int) -> None:
+        super().__init__(queue, tag, prefetch=prefetch)
+        self.asked = 0
+
+    @property
+    def credit(self) -> int:
+        self.asked += 1
+        return self.prefetch - self.unsettled
+
+
+def _full_consumers(host, scheduler, count: int) -> tuple[Queue, list[CountingTaker]]:
+    """A queue whose `count` consumers (prefetch 1) each hold one unacked message."""
+    queue = new_queue(host, scheduler)
+    takers = [CountingTaker(queue, f"c{i}", prefetch=1) for i in range(count)]
+    for taker in takers:
+        queue.add_consumer(taker)
+    for _ in range(count):
+        queue.enqueue(message())
+    assert all(len(t.deliveries) == 1 for t in takers)
+    return queue, takers
+
+
+def test_messages_arriving_while_every_consumer_is_full_ask_no_consumer(host, scheduler):
+    queue, takers = _full_consumers(host, scheduler, 20)
+    queue.enqueue(message(body=b"first waiting"))  # finds them all full, once
+    for taker in takers:
+        taker.asked = 0
+    for _ in range(100):
+        queue.enqueue(message())
+    assert sum(t.asked for t in takers) == 0
+    assert queue.message_count == 101
+    # credit comes back with a settlement, and the front end's dispatch looks again
+    settle([takers[5].deliveries[0]], Outcome.ACK)
+    queue.dispatch()
+    assert [d.entry.message.body for d in takers[5].deliveries[1:]] == [b"first waiting"]
+
+
+def test_one_dispatch_asks_each_consumer_once_and_the_served_one_again(host, scheduler):
+    queue, takers = _full_consumers(host, scheduler, 20)
+    for _ in range(10):
+        queue.enqueue(message())
+    for taker in takers:
+        taker.asked = 0
+    settle([takers[7].deliveries[0]], Outcome.ACK)
+    queue.dispatch()
+    assert len(takers[7].deliveries) == 2
+    assert [t.asked for t in takers] == [2 if t is takers[7] else 1 for t in takers]
+
+
+def test_a_new_consumer_takes_what_waited_while_the_others_were_full(host, scheduler):
+    queue, _ = _full_consumers(host, scheduler, 3)
+    queue.enqueue(message(body=b"waiting"))
+    newcomer = CountingTaker(queue, "new", prefetch=1)
+    queue.add_consumer(newcomer)
+    assert [d.entry.message.body for d in newcomer.deliveries] == [b"waiting"]
+    queue.enqueue(message(body=b"after"))  # everyone full again: it waits
+    assert queue.message_count == 1
