@@ -76,6 +76,8 @@ def to_engine(
     """The engine message for a 1.0 message; also its subject (the routing key of an
     `/exchange/NAME` address that names no key). `route_by_to` (the anonymous terminus) gives
     the exchange and routing key from the message's `to` instead, or raises."""
+    if type(payload) is not bytes:
+        payload = bytes(payload)  # sections are looked up by their bytes
     sections = _sections(payload)
     found = {type(section): (section, start, end) for section, start, end in sections}
     fields: dict[str, Any] = {}

@@ -86,6 +86,10 @@ class FrameReader:
         stream: bytes
         if buf:
             buf += data
+            if len(buf) >= 4:
+                size = _SIZE(buf, 0)[0]
+                if HEADER_SIZE <= size <= self.max_frame_size and len(buf) < size:
+                    return []  # a large frame coming in pieces grows in place until whole
             stream = bytes(buf)
             buf.clear()
         else:
