@@ -116,14 +116,14 @@ def receive_us(bridge: Bridge, messages: int) -> float:
     receiver = Attach(
         name="receiver", handle=UInt(RECEIVER), role=True, source=Source(address=QUEUE)
     )
-    conn.receive(encode_frame(0, receiver) + encode_frame(0, _link_flow(0, 0)))
+    session = conn.sessions[0]
+    first, received = session.next_delivery_id, 0  # one transfer frame per delivery
+    conn.receive(encode_frame(0, receiver) + encode_frame(0, _link_flow(first, 0)))
     conn.take_parts()
     start = time.process_time()
     for _, callback in bridge.scheduler.pending:  # the first credit is answered from a timer
         callback()
     bridge.scheduler.pending.clear()
-    session = conn.sessions[0]
-    first = received = 0
     while received < messages:
         conn.take_parts()
         last = session.next_delivery_id - 1
@@ -139,7 +139,9 @@ def receive_us(bridge: Bridge, messages: int) -> float:
     spent = time.process_time() - start
     conn.receive(encode_frame(0, Detach(handle=UInt(RECEIVER), closed=True)))
     conn.take_parts()
-    return spent / max(received, 1) * 1e6
+    if received != messages or bridge.queue_depth:
+        raise RuntimeError(f"received {received} of {messages}, {bridge.queue_depth} left")
+    return spent / received * 1e6
 
 
 def _link_flow(next_incoming_id: int, delivery_count: int) -> Flow:

@@ -29,6 +29,7 @@ from rabbitish.bridge.codec import (
     UInt,
     decode,
     encode,
+    value_end,
 )
 from rabbitish.bridge.codec.definitions import (
     AmqpSequence,
@@ -78,6 +79,17 @@ def to_engine(
     the exchange and routing key from the message's `to` instead, or raises."""
     if type(payload) is not bytes:
         payload = bytes(payload)  # sections are looked up by their bytes
+    remembered = None
+    if route_by_to is None:
+        split = _data_last(payload)
+        if split is not None and split[0] <= _MAPPED_HEAD_MAX:
+            head_end, body_start = split
+            remembered = (codec, exchange, routing_key, payload[:head_end])
+            known = _MAPPED.get(remembered)
+            if known is not None:
+                raw_properties, key, subject = known
+                body = payload[body_start:]
+                return codec.new_message(exchange, key, raw_properties, body), subject
     sections = _sections(payload)
     found = {type(section): (section, start, end) for section, start, end in sections}
     fields: dict[str, Any] = {}
@@ -120,7 +132,49 @@ def to_engine(
         raw_properties = codec.from_fields(fields)
     else:
         raw_properties = _plain_properties(codec, fields)
+    if remembered is not None:
+        if len(_MAPPED) >= _MAPPED_MAX:
+            _MAPPED.clear()  # a stream of distinct ids: start over, stay small
+        _MAPPED[remembered] = (raw_properties, key, subject)
     return codec.new_message(exchange, key, raw_properties, body), subject
+
+
+# What the sections before a message's body map to, by codec, address and their exact bytes,
+# for messages whose one body section is a data section at the end: a sender mostly repeats
+# its header and properties, and mapping them is most of taking a message in. Anything that
+# refuses a message (a section that does not decode, a body that is not binary) is never
+# remembered, so the same bytes refuse it again on the full path.
+_MAPPED: dict[tuple[Any, ...], tuple[bytes, str, str | None]] = {}
+_MAPPED_MAX = 1024
+_MAPPED_HEAD_MAX = 4096  # bytes of sections before the body: larger ones are not kept
+_DATA_CODE = int(Data.DESCRIPTOR)
+_BODY_CODES = frozenset(int(cls.DESCRIPTOR) for cls in (AmqpSequence, AmqpValue))
+_BINARY_HEADS = {0xA0: 2, 0xB0: 5}  # vbin8, vbin32: constructor and size octets
+
+
+def _data_last(payload: bytes) -> tuple[int, int] | None:
+    """(where the last section starts, where its value's bytes start) when the last section
+    is the message's only body section and a data section holding binary; found from the
+    sections' descriptors and sizes alone. None for anything else (a descriptor that is not
+    a small ulong, a section that is not sized so, another body section)."""
+    pos = 0
+    end = len(payload)
+    while pos + 3 < end:
+        if payload[pos] != 0x00 or payload[pos + 1] != 0x53:
+            return None
+        code = payload[pos + 2]
+        if code in _BODY_CODES:
+            return None
+        stop = value_end(payload, pos + 3)
+        if stop is None:
+            return None
+        if code == _DATA_CODE:
+            head = _BINARY_HEADS.get(payload[pos + 3])
+            if stop != end or head is None:
+                return None
+            return pos, pos + 3 + head
+        pos = stop
+    return None
 
 
 # Sections with every field absent, as their four bytes (descriptor, list0) and as the value
@@ -248,7 +302,34 @@ def _same_properties(sent: Properties, mapped: Properties) -> bool:
 
 
 def from_engine(message: Message, delivery_count: int) -> bytes:
-    """The 1.0 encoding of an engine message for a 1.0 receiver."""
+    """The 1.0 encoding of an engine message for a 1.0 receiver: the sections around its body
+    (encoded once for each combination of properties, address and delivery count), and the
+    body itself."""
+    raw = message.raw_properties
+    key = None
+    around = None
+    if type(raw) is bytes and len(raw) <= _MAPPED_HEAD_MAX:
+        key = (message.codec, raw, message.exchange, message.routing_key, delivery_count)
+        around = _AROUND_BODY.get(key)
+    if around is None:
+        around = _around_body(message, delivery_count)
+        if key is not None:
+            if len(_AROUND_BODY) >= _MAPPED_MAX:
+                _AROUND_BODY.clear()
+            _AROUND_BODY[key] = around
+    head, as_data, footer = around
+    body = message.body
+    if as_data:
+        return b"".join((head, data_section_head(len(body)), body, footer))
+    return b"".join((head, body, footer))  # the body sections as a 1.0 sender sent them
+
+
+_AROUND_BODY: dict[tuple[Any, ...], tuple[bytes, bool, bytes]] = {}
+
+
+def _around_body(message: Message, delivery_count: int) -> tuple[bytes, bool, bytes]:
+    """The sections before the body, whether the body goes in a data section (else it is the
+    body sections a 1.0 sender sent), and the footer."""
     fields = message.codec.to_fields(message.raw_properties)
     headers = dict(fields.get("headers") or {})
     if headers:
@@ -262,13 +343,7 @@ def from_engine(message: Message, delivery_count: int) -> bytes:
     parts.append(_properties(fields, message.routing_key, kept[PROPERTIES_HEADER]))
     if headers:
         parts.append(_application_properties(headers, kept[APP_PROPERTIES_HEADER]))
-    body = message.body
-    if fields.get("type") != AMQP_1_0_TYPE:
-        parts.append(data_section_head(len(body)))
-    parts.append(body)  # or the body sections as a 1.0 sender sent them
-    if kept[FOOTER_HEADER]:
-        parts.append(kept[FOOTER_HEADER])
-    return b"".join(parts)
+    return b"".join(parts), fields.get("type") != AMQP_1_0_TYPE, kept[FOOTER_HEADER]
 
 
 _NOTHING_KEPT = dict.fromkeys(_KEPT, b"")  # shared: only read

@@ -94,3 +94,30 @@ def test_a_data_section_head_is_the_encoding_up_to_the_value():
     for size in (0, 1, 255, 256, 70_000):
         value = b"v" * size
         assert data_section_head(size) + value == encode(Data(value=value))
+
+
+def test_a_message_whose_sections_before_the_body_repeat_maps_as_the_first_did():
+    head = encode(Header(durable=True)) + encode(Properties(message_id="m", subject="s"))
+    head += encode(ApplicationProperties(value={"k": 1}))
+    first = to_engine(CODEC, "amq.topic", None, head + encode(Data(value=b"one")))
+    again = to_engine(CODEC, "amq.topic", None, head + encode(Data(value=b"two" * 100)))
+    other = to_engine(CODEC, "amq.topic", "key", head + encode(Data(value=b"one")))
+    assert first[1] == again[1] == "s"
+    assert (first[0].raw_properties, first[0].routing_key) == (
+        again[0].raw_properties,
+        again[0].routing_key,
+    )
+    assert (first[0].body, again[0].body) == (b"one", b"two" * 100)
+    assert first[0].persistent and again[0].persistent
+    assert other[0].routing_key == "key"
+
+
+def test_a_body_that_is_not_binary_is_refused_every_time():
+    payload = EMPTY_HEADER + bytes.fromhex("005375 a1 02") + b"no"  # data holding a string
+    for _ in range(2):
+        try:
+            to_engine(CODEC, "", "q", payload)
+        except Exception as refused:
+            assert "Data" in str(refused)
+        else:
+            raise AssertionError("a data section holding a string was taken")
