@@ -9,6 +9,9 @@ up front and deliveries are read without decoding, so the client stays light; th
 time (from /proc, summed over its processes) is reported next to the rate because wall-clock is
 noisy on a small machine.
 
+The send and receive rounds alternate between the brokers (both run for the whole benchmark),
+so the median of each is taken over the same stretch of time on a shared machine.
+
     python -m benchmarks.amqp10 [--messages 20000] [--body 1024] [--batch 100] [--rounds 3]
                                 [--round-trips 2000]
 """
@@ -20,7 +23,7 @@ import tempfile
 import time
 import uuid
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 
 from proton import Delivery, Message, Terminus
@@ -315,20 +318,51 @@ def round_trips(url: str, args: argparse.Namespace, rabbitish: bool) -> dict[str
     }
 
 
-def run_broker(
-    url: str, pids: list[int], args: argparse.Namespace, rabbitish: bool = True
-) -> dict[str, object]:
-    """All three scenarios against one broker: each round sends N to a queue, then drains it."""
+@dataclass
+class Broker:
+    """One broker under test: where to connect, its processes (for CPU) and whether it is
+    rabbitish (RabbitMQ 3.10's plugin lacks selectors, dynamic nodes and transactions)."""
+
+    name: str
+    url: str
+    pids: list[int]
+    rabbitish: bool
+    address: str = ""  # its queue for the send and receive rounds
+
+    def __post_init__(self) -> None:
+        self.address = self.address or f"/queue/bench-{uuid.uuid4().hex[:8]}"
+
+
+def send_receive_rounds(
+    brokers: list[Broker], args: argparse.Namespace
+) -> dict[str, dict[str, object]]:
+    """(a) and (b), round by round: each round sends N to each broker's queue and drains it,
+    the brokers taking turns (in the other order every other round), so a spell of load on a
+    shared machine falls on both rather than on one broker's rounds. The median round each."""
     message = Encoded(b"x" * args.body, args.durable)
     Scenario.options = DurableQueue() if args.durable else None
-    address = f"/queue/bench-{uuid.uuid4().hex[:8]}"
-    sends, receives, commits = [], [], []
-    for _ in range(args.rounds):
-        sends.append(measure(Send(url, address, args.messages, message), pids))
-        receives.append(measure(Receive(url, address, args.messages), pids))
-    results: dict[str, object] = {"send": median(sends), "receive": median(receives)}
-    results["selector receive (1 in 10)"] = selective_receive(url, pids, args, rabbitish)
+    sends: dict[str, list[Figure]] = {broker.name: [] for broker in brokers}
+    receives: dict[str, list[Figure]] = {broker.name: [] for broker in brokers}
+    for number in range(args.rounds):
+        for broker in brokers if number % 2 == 0 else brokers[::-1]:
+            url, address, pids = broker.url, broker.address, broker.pids
+            sends[broker.name].append(measure(Send(url, address, args.messages, message), pids))
+            receives[broker.name].append(measure(Receive(url, address, args.messages), pids))
+    return {
+        broker.name: {"send": median(sends[broker.name]), "receive": median(receives[broker.name])}
+        for broker in brokers
+    }
+
+
+def other_scenarios(broker: Broker, args: argparse.Namespace) -> dict[str, object]:
+    """(c), (d) and (e) on one broker."""
+    url, pids = broker.url, broker.pids
+    message = Encoded(b"x" * args.body, args.durable)
+    Scenario.options = DurableQueue() if args.durable else None
+    results: dict[str, object] = {}
+    results["selector receive (1 in 10)"] = selective_receive(url, pids, args, broker.rabbitish)
     tx_address = f"/queue/bench-tx-{uuid.uuid4().hex[:8]}"
+    commits = []
     try:
         for _ in range(args.rounds):
             scenario = TransactionalSend(url, tx_address, args.messages, message, args.batch)
@@ -336,7 +370,17 @@ def run_broker(
         results["tx send"] = median(commits)
     except ScenarioFailed as failed:
         results["tx send"] = f"n/a ({failed})"
-    results.update(round_trips(url, args, rabbitish))
+    results.update(round_trips(url, args, broker.rabbitish))
+    return results
+
+
+def run_broker(
+    url: str, pids: list[int], args: argparse.Namespace, rabbitish: bool = True
+) -> dict[str, object]:
+    """Every scenario against one broker."""
+    broker = Broker("rabbitish" if rabbitish else url, url, pids, rabbitish)
+    results = send_receive_rounds([broker], args)[broker.name]
+    results.update(other_scenarios(broker, args))
     return results
 
 
@@ -360,17 +404,25 @@ def main() -> None:
     parser.add_argument("--durable", action="store_true", help="durable (persistent) messages")
     parser.add_argument("--round-trips", type=int, default=2000, help="request/reply rounds")
     args = parser.parse_args()
-    columns: dict[str, dict[str, object]] = {}
-    with rabbitish() as (url, pids):
-        columns["rabbitish"] = run_broker(url, pids, args)
     from tests.support.real_rabbitmq import rabbitmq_available, real_rabbitmq
 
-    if rabbitmq_available():
-        with real_rabbitmq() as node:
+    with ExitStack() as running:
+        url, pids = running.enter_context(rabbitish())
+        brokers = [Broker("rabbitish", url, pids, rabbitish=True)]
+        if rabbitmq_available():
+            node = running.enter_context(real_rabbitmq())
             assert node._proc is not None
-            name = f"RabbitMQ {node.version}"
-            pids = process_tree(node._proc.pid)
-            columns[name] = run_broker(proton_url(node.url), pids, args, rabbitish=False)
+            brokers.append(
+                Broker(
+                    f"RabbitMQ {node.version}",
+                    proton_url(node.url),
+                    process_tree(node._proc.pid),
+                    rabbitish=False,
+                )
+            )
+        columns = send_receive_rounds(brokers, args)
+        for broker in brokers:
+            columns[broker.name].update(other_scenarios(broker, args))
     print(
         f"{args.messages:,} messages of {args.body} bytes, "
         f"{'durable' if args.durable else 'transient'}, median of {args.rounds} rounds; "

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
+from operator import attrgetter
 from typing import Any
 
 from rabbitish.bridge.codec import (
@@ -28,6 +29,7 @@ from rabbitish.bridge.codec import (
     UInt,
     decode,
     encode,
+    value_end,
 )
 from rabbitish.bridge.codec.definitions import (
     AmqpSequence,
@@ -38,6 +40,7 @@ from rabbitish.bridge.codec.definitions import (
     Header,
     MessageAnnotations,
     Properties,
+    data_section_head,
 )
 from rabbitish.bridge.typed_values import from_field, same, to_field
 
@@ -49,7 +52,7 @@ APP_PROPERTIES_HEADER = "x-amqp-1.0-app-properties"
 ANNOTATIONS_HEADER = "x-amqp-1.0-message-annotations"
 FOOTER_HEADER = "x-amqp-1.0-footer"
 _KEPT = (PROPERTIES_HEADER, APP_PROPERTIES_HEADER, ANNOTATIONS_HEADER, FOOTER_HEADER)
-_BODY = (Data, AmqpSequence, AmqpValue)
+_BODY = frozenset((Data, AmqpSequence, AmqpValue))
 _IDS = (("message_id", "message_id"), ("correlation_id", "correlation_id"))
 _SYMBOLS = (("content_type", "content_type"), ("content_encoding", "content_encoding"))
 _PROPERTY_FIELDS = (
@@ -74,55 +77,161 @@ def to_engine(
     """The engine message for a 1.0 message; also its subject (the routing key of an
     `/exchange/NAME` address that names no key). `route_by_to` (the anonymous terminus) gives
     the exchange and routing key from the message's `to` instead, or raises."""
+    if type(payload) is not bytes:
+        payload = bytes(payload)  # sections are looked up by their bytes
+    remembered = None
+    if route_by_to is None:
+        split = _data_last(payload)
+        if split is not None and split[0] <= _MAPPED_HEAD_MAX:
+            head_end, body_start = split
+            remembered = (codec, exchange, routing_key, payload[:head_end])
+            known = _MAPPED.get(remembered)
+            if known is not None:
+                raw_properties, key, subject = known
+                body = payload[body_start:]
+                return codec.new_message(exchange, key, raw_properties, body), subject
     sections = _sections(payload)
-    found = {type(section): (section, raw) for section, raw in sections}
+    found = {type(section): (section, start, end) for section, start, end in sections}
     fields: dict[str, Any] = {}
     headers: dict[str, Any] = {}
     if Header in found:
         fields.update(_header_fields(found[Header][0]))
     if MessageAnnotations in found:
-        headers[ANNOTATIONS_HEADER] = _kept(found[MessageAnnotations][1])
-    subject = None
+        headers[ANNOTATIONS_HEADER] = _kept(_raw(payload, found[MessageAnnotations]))
+    subject = to = None
     props = found.get(Properties)
+    if props is not None and _blank(props[0]):
+        props = None  # all fields absent (proton sends such a section): as good as none
     if props is not None:
-        fields.update(properties_to_fields(props[0]))
-        subject = str(props[0].subject) if props[0].subject is not None else None
+        sent = props[0]
+        fields.update(properties_to_fields(sent))
+        subject = str(sent.subject) if sent.subject is not None else None
+        to = sent.to
     if route_by_to is not None:
-        to = props[0].to if props is not None else None
         exchange, routing_key = route_by_to(None if to is None else str(to))
     key = routing_key if routing_key is not None else (subject or "")
     if props is not None and not _same_properties(props[0], properties_from_fields(fields, key)):
-        headers[PROPERTIES_HEADER] = _kept(props[1])
+        headers[PROPERTIES_HEADER] = _kept(_raw(payload, props))
     app = found.get(ApplicationProperties)
     if app is not None and app[0].value:
         typed = {str(k): to_field(v) for k, v in app[0].value.items()}
         headers.update(typed)
         if not all(same(v, from_field(typed[str(k)])) for k, v in app[0].value.items()):
-            headers[APP_PROPERTIES_HEADER] = _kept(app[1])
+            headers[APP_PROPERTIES_HEADER] = _kept(_raw(payload, app))
     if Footer in found:
-        headers[FOOTER_HEADER] = _kept(found[Footer][1])
-    bodies = [(section, raw) for section, raw in sections if isinstance(section, _BODY)]
-    if len(bodies) == 1 and isinstance(bodies[0][0], Data):
+        headers[FOOTER_HEADER] = _kept(_raw(payload, found[Footer]))
+    bodies = [(section, start, end) for section, start, end in sections if type(section) in _BODY]
+    if len(bodies) == 1 and type(bodies[0][0]) is Data:
         # A null data section fails here (TypeError), as it always has.
         body = bytes(bodies[0][0].value)  # type: ignore[arg-type]
     else:
-        body = b"".join(raw for _section, raw in bodies)
+        body = b"".join(payload[start:end] for _section, start, end in bodies)
         fields["type"] = AMQP_1_0_TYPE
     if headers:
         fields["headers"] = headers
-    raw_properties = codec.from_fields(fields)
+        raw_properties = codec.from_fields(fields)
+    else:
+        raw_properties = _plain_properties(codec, fields)
+    if remembered is not None:
+        if len(_MAPPED) >= _MAPPED_MAX:
+            _MAPPED.clear()  # a stream of distinct ids: start over, stay small
+        _MAPPED[remembered] = (raw_properties, key, subject)
     return codec.new_message(exchange, key, raw_properties, body), subject
 
 
-def _sections(payload: bytes) -> list[tuple[Any, bytes]]:
-    """Each section with its exact bytes."""
+# What the sections before a message's body map to, by codec, address and their exact bytes,
+# for messages whose one body section is a data section at the end: a sender mostly repeats
+# its header and properties, and mapping them is most of taking a message in. Anything that
+# refuses a message (a section that does not decode, a body that is not binary) is never
+# remembered, so the same bytes refuse it again on the full path.
+_MAPPED: dict[tuple[Any, ...], tuple[bytes, str, str | None]] = {}
+_MAPPED_MAX = 1024
+_MAPPED_HEAD_MAX = 4096  # bytes of sections before the body: larger ones are not kept
+_DATA_CODE = int(Data.DESCRIPTOR)
+_BODY_CODES = frozenset(int(cls.DESCRIPTOR) for cls in (AmqpSequence, AmqpValue))
+_BINARY_HEADS = {0xA0: 2, 0xB0: 5}  # vbin8, vbin32: constructor and size octets
+
+
+def _data_last(payload: bytes) -> tuple[int, int] | None:
+    """(where the last section starts, where its value's bytes start) when the last section
+    is the message's only body section and a data section holding binary; found from the
+    sections' descriptors and sizes alone. None for anything else (a descriptor that is not
+    a small ulong, a section that is not sized so, another body section)."""
+    pos = 0
+    end = len(payload)
+    while pos + 3 < end:
+        if payload[pos] != 0x00 or payload[pos + 1] != 0x53:
+            return None
+        code = payload[pos + 2]
+        if code in _BODY_CODES:
+            return None
+        stop = value_end(payload, pos + 3)
+        if stop is None:
+            return None
+        if code == _DATA_CODE:
+            head = _BINARY_HEADS.get(payload[pos + 3])
+            if stop != end or head is None:
+                return None
+            return pos, pos + 3 + head
+        pos = stop
+    return None
+
+
+# Sections with every field absent, as their four bytes (descriptor, list0) and as the value
+# they decode to: qpid-proton sends both with each message that sets none of their fields.
+# Shared, so only ever read.
+_EMPTY_SECTIONS: dict[bytes, Any] = {
+    b"\x00\x53\x70\x45": Header(),
+    b"\x00\x53\x73\x45": Properties(),
+}
+
+
+def _sections(payload: bytes) -> list[tuple[Any, int, int]]:
+    """Each section with where its bytes start and end in `payload`."""
     out = []
     pos = 0
+    empty = _EMPTY_SECTIONS
     while pos < len(payload):
-        section, end = decode(payload, pos)
-        out.append((section, bytes(payload[pos:end])))
+        end = pos + 4
+        section = empty.get(payload[pos:end])
+        if section is None:
+            section, end = decode(payload, pos)
+        out.append((section, pos, end))
         pos = end
     return out
+
+
+def _raw(payload: bytes, found: tuple[Any, int, int]) -> bytes:
+    """The exact bytes of a section `_sections` found."""
+    return payload[found[1] : found[2]]
+
+
+_PROPERTY_VALUES = attrgetter(*Properties.ATTRS)
+_NO_PROPERTY_VALUES = (None,) * len(Properties.ATTRS)
+
+
+def _blank(props: Properties) -> bool:
+    """A properties section with every field absent maps as no section at all."""
+    return _PROPERTY_VALUES(props) == _NO_PROPERTY_VALUES
+
+
+# Raw properties of messages without headers, by codec and fields: such messages (a header
+# section at most, or the same few properties) mostly repeat a handful of combinations.
+_PLAIN_PROPERTIES: dict[tuple[Any, ...], bytes] = {}
+_PLAIN_PROPERTIES_MAX = 1024
+
+
+def _plain_properties(codec: PropertyCodec, fields: dict[str, Any]) -> bytes:
+    """`codec.from_fields(fields)` for fields without headers, remembered (the raw bytes are
+    immutable, and encoding them is a good share of taking a message in)."""
+    key = (codec, *fields.items())
+    raw = _PLAIN_PROPERTIES.get(key)
+    if raw is None:
+        raw = codec.from_fields(fields)
+        if len(_PLAIN_PROPERTIES) >= _PLAIN_PROPERTIES_MAX:
+            _PLAIN_PROPERTIES.clear()  # a stream of distinct ids: start over, stay small
+        _PLAIN_PROPERTIES[key] = raw
+    return raw
 
 
 def _kept(raw: bytes) -> FieldValue:
@@ -193,10 +302,40 @@ def _same_properties(sent: Properties, mapped: Properties) -> bool:
 
 
 def from_engine(message: Message, delivery_count: int) -> bytes:
-    """The 1.0 encoding of an engine message for a 1.0 receiver."""
+    """The 1.0 encoding of an engine message for a 1.0 receiver: the sections around its body
+    (encoded once for each combination of properties, address and delivery count), and the
+    body itself."""
+    raw = message.raw_properties
+    key = None
+    around = None
+    if type(raw) is bytes and len(raw) <= _MAPPED_HEAD_MAX:
+        key = (message.codec, raw, message.exchange, message.routing_key, delivery_count)
+        around = _AROUND_BODY.get(key)
+    if around is None:
+        around = _around_body(message, delivery_count)
+        if key is not None:
+            if len(_AROUND_BODY) >= _MAPPED_MAX:
+                _AROUND_BODY.clear()
+            _AROUND_BODY[key] = around
+    head, as_data, footer = around
+    body = message.body
+    if as_data:
+        return b"".join((head, data_section_head(len(body)), body, footer))
+    return b"".join((head, body, footer))  # the body sections as a 1.0 sender sent them
+
+
+_AROUND_BODY: dict[tuple[Any, ...], tuple[bytes, bool, bytes]] = {}
+
+
+def _around_body(message: Message, delivery_count: int) -> tuple[bytes, bool, bytes]:
+    """The sections before the body, whether the body goes in a data section (else it is the
+    body sections a 1.0 sender sent), and the footer."""
     fields = message.codec.to_fields(message.raw_properties)
     headers = dict(fields.get("headers") or {})
-    kept = {name: _kept_bytes(headers.pop(name, None)) for name in _KEPT}
+    if headers:
+        kept = {name: _kept_bytes(headers.pop(name, None)) for name in _KEPT}
+    else:
+        kept = _NOTHING_KEPT
     parts = [
         _header(fields, delivery_count),
         kept[ANNOTATIONS_HEADER] or _routed_annotations(message.exchange, message.routing_key),
@@ -204,13 +343,10 @@ def from_engine(message: Message, delivery_count: int) -> bytes:
     parts.append(_properties(fields, message.routing_key, kept[PROPERTIES_HEADER]))
     if headers:
         parts.append(_application_properties(headers, kept[APP_PROPERTIES_HEADER]))
-    if fields.get("type") == AMQP_1_0_TYPE:
-        parts.append(message.body)  # the body sections as a 1.0 sender sent them
-    else:
-        parts.append(encode(Data(value=message.body)))
-    if kept[FOOTER_HEADER]:
-        parts.append(kept[FOOTER_HEADER])
-    return b"".join(parts)
+    return b"".join(parts), fields.get("type") != AMQP_1_0_TYPE, kept[FOOTER_HEADER]
+
+
+_NOTHING_KEPT = dict.fromkeys(_KEPT, b"")  # shared: only read
 
 
 def received_properties(message: Message) -> Properties:
@@ -265,11 +401,25 @@ def _kept_bytes(field: FieldValue | None) -> bytes:
 
 
 def _header(fields: dict[str, Any], delivery_count: int) -> bytes:
-    header_fields: dict[str, Any] = {"durable": fields.get("delivery_mode") == 2}
-    if "priority" in fields:
-        header_fields["priority"] = UByte(fields["priority"])
-    if "expiration" in fields and str(fields["expiration"]).isdigit():
-        header_fields["ttl"] = UInt(int(fields["expiration"]))
+    return _header_section(
+        fields.get("delivery_mode") == 2,
+        fields.get("priority", _ABSENT),
+        fields.get("expiration", _ABSENT),
+        delivery_count,
+    )
+
+
+_ABSENT: Any = object()  # a property the message does not have (None could be a value)
+
+
+@functools.lru_cache(maxsize=1024)
+def _header_section(durable: bool, priority: Any, expiration: Any, delivery_count: int) -> bytes:
+    """The header section for these properties, encoded once for each combination."""
+    header_fields: dict[str, Any] = {"durable": durable}
+    if priority is not _ABSENT:
+        header_fields["priority"] = UByte(priority)
+    if expiration is not _ABSENT and str(expiration).isdigit():
+        header_fields["ttl"] = UInt(int(expiration))
     if delivery_count:
         header_fields["delivery_count"] = UInt(delivery_count)
     return encode(Header(**header_fields))
@@ -284,6 +434,16 @@ def _properties(fields: dict[str, Any], routing_key: str, kept: bytes) -> bytes:
             name: fields[name] for name in _PROPERTY_FIELDS if name in fields
         }:
             return kept
+    return _properties_section(
+        routing_key, *[fields.get(name, _ABSENT) for name in _PROPERTY_FIELDS]
+    )
+
+
+@functools.lru_cache(maxsize=1024)
+def _properties_section(routing_key: str, *values: Any) -> bytes:
+    """The properties section 0-9-1 properties make (`values` in `_PROPERTY_FIELDS` order),
+    encoded once for each combination: messages mostly repeat a few."""
+    fields = {name: v for name, v in zip(_PROPERTY_FIELDS, values, strict=True) if v is not _ABSENT}
     return encode(properties_from_fields(fields, routing_key))
 
 

@@ -301,11 +301,12 @@ class Session:
         delivery_id = self.next_delivery_id
         self.next_delivery_id = (delivery_id + 1) & 0xFFFFFFFF
         payload = mapping.from_engine(delivery.entry.message, delivery.delivery_count - 1)
+        # Plain ints: each field is encoded as its declared type (uint) all the same.
         transfer = Transfer(
-            handle=UInt(link.handle),
-            delivery_id=UInt(delivery_id),
+            handle=link.handle,
+            delivery_id=delivery_id,
             delivery_tag=delivery_id.to_bytes(4, "big"),
-            message_format=UInt(0),
+            message_format=0,
             settled=True if settled else None,
             state=state,
         )

@@ -52,6 +52,7 @@ from .types import (
     decode_all,
     encode,
     encode_into,
+    value_end,
 )
 
 __all__ = [
@@ -101,4 +102,5 @@ __all__ = [
     "encode_frame",
     "encode_into",
     "encode_transfers",
+    "value_end",
 ]

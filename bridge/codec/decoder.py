@@ -401,6 +401,34 @@ def decode(buf: bytes | bytearray | memoryview, pos: int = 0) -> tuple[Any, int]
         raise DecodeError(f"malformed value at offset {pos}: {exc!r}") from exc
 
 
+# Constructors whose values are sized by the octet, or the four octets, after them.
+_SIZED_8 = frozenset((0xA0, 0xA1, 0xA3, 0xC0, 0xC1, 0xE0))
+_SIZED_32 = frozenset((0xB0, 0xB1, 0xB3, 0xD0, 0xD1, 0xF0))
+
+
+def value_end(buf: bytes, pos: int) -> int | None:
+    """Where the value at `pos` ends, read from its constructor and size alone, without
+    decoding (or checking) what it holds; None when the constructor is not a zero-width,
+    binary, string, symbol or compound one, or the size runs past `buf`."""
+    end = len(buf)
+    if pos >= end:
+        return None
+    code = buf[pos]
+    if code in _ZERO_WIDTH:
+        stop = pos + 1
+    elif code in _SIZED_8:
+        if pos + 1 >= end:
+            return None
+        stop = pos + 2 + buf[pos + 1]
+    elif code in _SIZED_32:
+        if pos + 5 > end:
+            return None
+        stop = pos + 5 + _U32(buf, pos + 1)[0]
+    else:
+        return None
+    return stop if stop <= end else None
+
+
 def decode_all(buf: bytes | bytearray | memoryview) -> list[Any]:
     """Every value in `buf`, back to back (the sections of a message, say)."""
     if not isinstance(buf, bytes):

@@ -28,11 +28,13 @@ from typing import Any
 from . import spec_classes
 from .decoder import register_described
 from .encoder import TYPED_ENCODERS, encode_array_into, encode_keyed_map, write_value
+from .scalars import binary_head
 from .spec_classes import *  # noqa: F403 (the generated names, re-exported)
 from .spec_classes import (
     COMPOSITES,
     RESTRICTED_SOURCES,
     SECTION_TYPES,
+    Data,
 )
 from .spec_names import camel, condition_constant, resolve_restricted, restricted_chain, snake
 from .values import (
@@ -232,14 +234,20 @@ def _reader(cls: type[Composite]) -> Callable[[Any], Any]:
         for f, attr, default in zip(cls.FIELDS, cls.ATTRS, cls.DEFAULTS, strict=True)
     )
     width = len(plan)
-    padding = [[None] * (width - n) for n in range(width + 1)]
+    # The fields after the first n items a peer sent (peers leave trailing nulls out): their
+    # defaults, and the first of them that is mandatory, by n.
+    tails = tuple(
+        (
+            next((label for _, _, _, mandatory, _, label in plan[n:] if mandatory), None),
+            tuple((set_field, default) for set_field, _, default, _, _, _ in plan[n:]),
+        )
+        for n in range(width + 1)
+    )
     new = object.__new__
 
     def from_value(value: Any) -> Any:
         if type(value) is not list:
             raise DecodeError(f"{name} described {_kind(value)}, expected a list")
-        if len(value) < width:
-            value = value + padding[len(value)]
         obj = new(cls)
         for (set_field, allowed, default, mandatory, multiple, label), item in zip(
             plan, value, strict=False
@@ -253,6 +261,12 @@ def _reader(cls: type[Composite]) -> Callable[[Any], Any]:
             elif allowed is not None and type(item) not in allowed:
                 raise DecodeError(f"{label} is {_kind(item)}: {item!r}")
             set_field(obj, item)
+        if len(value) < width:
+            missing, defaults = tails[len(value)]
+            if missing is not None:
+                raise DecodeError(f"{missing} is mandatory")
+            for set_field, default in defaults:
+                set_field(obj, default)
         return obj
 
     return from_value
@@ -309,6 +323,13 @@ for _composite in COMPOSITES.values():
 for _section in SECTION_TYPES.values():
     _bind_section(_section)
 
+
+def data_section_head(size: int) -> bytes:
+    """The bytes of a data section before its value of `size` bytes: a message body goes out
+    after them as it is, without a copy into an encoder's buffer first."""
+    return Data._PREFIX + binary_head(size)
+
+
 # Every generated class by XML name, and by descriptor code.
 CLASSES: dict[str, type[Composite] | type[Restricted]] = {**COMPOSITES, **SECTION_TYPES}
 BY_DESCRIPTOR: dict[int, type[Composite] | type[Restricted]] = {
@@ -339,6 +360,7 @@ __all__ = [
     "FieldSpec",
     "camel",
     "condition_constant",
+    "data_section_head",
     "providers",
     "resolve",
     "snake",

@@ -9,8 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import struct
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from .decoder import decode
 from .definitions import DEFINITIONS, PERFORMATIVES, SASL_FRAMES, Transfer
@@ -50,10 +49,10 @@ class FrameDecodeError(DecodeError):
         self.frames: list[Frame] = frames or []
 
 
-@dataclass(frozen=True, slots=True)
-class Frame:
+class Frame(NamedTuple):
     """One frame: `body` is the performative (None for an empty frame, a heartbeat) and
-    `payload` the bytes after it (a transfer's share of the message)."""
+    `payload` the bytes after it (a transfer's share of the message). A tuple: one is made
+    for every frame read."""
 
     type: int
     channel: int
@@ -79,14 +78,28 @@ class FrameReader:
 
     def feed(self, data: bytes | bytearray | memoryview) -> list[Frame]:
         """Take more of the stream; return the frames it completes. Raises FramingError or
-        FrameDecodeError at the first bad frame."""
+        FrameDecodeError at the first bad frame.
+
+        Frames are decoded where they lie in the bytes read (only an incomplete last frame is
+        kept back, and joined to what comes next), so a frame's bytes are not copied first."""
         buf = self._buffer
-        buf += data
+        stream: bytes
+        if buf:
+            buf += data
+            if len(buf) >= 4:
+                size = _SIZE(buf, 0)[0]
+                if HEADER_SIZE <= size <= self.max_frame_size and len(buf) < size:
+                    return []  # a large frame coming in pieces grows in place until whole
+            stream = bytes(buf)
+            buf.clear()
+        else:
+            stream = data if type(data) is bytes else bytes(data)
         frames: list[Frame] = []
         offset = 0
+        end = len(stream)
         try:
-            while len(buf) - offset >= 4:
-                size = _SIZE(buf, offset)[0]
+            while end - offset >= 4:
+                size = _SIZE(stream, offset)[0]
                 if size > self.max_frame_size:
                     raise FramingError(
                         f"frame of {size} bytes exceeds the maximum frame size "
@@ -94,44 +107,55 @@ class FrameReader:
                     )
                 if size < HEADER_SIZE:
                     raise FramingError(f"frame size {size} is smaller than a frame header")
-                if len(buf) - offset < size:
+                if end - offset < size:
                     break
-                with memoryview(buf) as view:
-                    frame = bytes(view[offset : offset + size])
+                start = offset
                 offset += size
-                frames.append(parse_frame(frame))
+                frames.append(_frame_at(stream, start, offset))
         except (FramingError, FrameDecodeError) as exc:
             exc.frames = frames
             raise
         finally:
-            if offset:
-                del buf[:offset]
+            if offset < end:
+                buf += memoryview(stream)[offset:]
         return frames
 
 
 def parse_frame(frame: bytes) -> Frame:
     """One whole frame (its size already checked against the buffer) as a Frame."""
-    size, doff, frame_type, channel = _HEADER.unpack_from(frame)
+    return _frame_at(frame, 0, len(frame))
+
+
+def _frame_at(data: bytes, start: int, stop: int) -> Frame:
+    """The whole frame at data[start:stop] (its size already checked), decoded in place. A
+    body that does not decode within the frame is decoded again from the frame's own bytes,
+    so the error is the one the frame alone gives, whatever follows it."""
+    size, doff, frame_type, channel = _HEADER.unpack_from(data, start)
     if doff < 2:
         raise FramingError(f"data offset {doff} is below the minimum of 2")
-    start = doff * 4
-    if start > size:
-        raise FramingError(f"data offset {doff} ({start} bytes) exceeds the frame size {size}")
+    body_start = doff * 4
+    if body_start > size:
+        raise FramingError(f"data offset {doff} ({body_start} bytes) exceeds the frame size {size}")
     allowed = _BODY_TYPES.get(frame_type)
     if allowed is None:
         raise FramingError(f"unknown frame type 0x{frame_type:02x}")
-    if start == size:
+    if body_start == size:
         if frame_type == FRAME_SASL:
             raise FramingError("empty SASL frame")
         return Frame(frame_type, channel, None, b"")
+    whole = start == 0 and stop == len(data)
     try:
-        body, end = decode(frame, start)
+        body, end = decode(data, start + body_start)
     except DecodeError as exc:
+        if not whole:
+            return _frame_at(data[start:stop], 0, size)
         raise FrameDecodeError(f"frame body on channel {channel}: {exc}") from exc
+    if end > stop:  # ran on past the frame: the frame alone is truncated
+        return _frame_at(data[start:stop], 0, size)
     if type(body) not in allowed:
         kind = "performative" if frame_type == FRAME_AMQP else "SASL frame body"
         raise FrameDecodeError(f"frame body {type(body).__name__} is not a {kind}")
-    return Frame(frame_type, channel, body, frame[end:])
+    return Frame(frame_type, channel, body, data[end:stop])
 
 
 def encode_frame(

@@ -122,9 +122,13 @@ def enc_uuid(value: uuid.UUID, out: bytearray) -> None:
 
 
 # ---------------------------------------------------------------------- variable width
+def binary_head(size: int) -> bytes:
+    """The constructor and size of a binary of `size` bytes (vbin8 when it fits)."""
+    return P_BB(0xA0, size) if size <= 0xFF else _P_BI(0xB0, size)
+
+
 def enc_binary(value: bytes | bytearray, out: bytearray) -> None:
-    n = len(value)
-    out += P_BB(0xA0, n) if n <= 0xFF else _P_BI(0xB0, n)
+    out += binary_head(len(value))
     out += value
 
 

@@ -10,7 +10,14 @@
 
 from __future__ import annotations
 
-from .decoder import ELEMENT_TYPES, decode, decode_all, described, register_described
+from .decoder import (
+    ELEMENT_TYPES,
+    decode,
+    decode_all,
+    described,
+    register_described,
+    value_end,
+)
 from .encoder import (
     TYPED_ENCODERS,
     encode,
@@ -78,4 +85,5 @@ __all__ = [
     "encode_into",
     "encode_keyed_map",
     "register_described",
+    "value_end",
 ]

@@ -195,6 +195,38 @@ def test_errors_carry_the_frames_before_them_and_a_decode_error_keeps_the_stream
     assert framing.value.frames == [Frame(0, 0, Close(), b"")]
 
 
+@pytest.mark.parametrize(
+    "body",
+    [
+        h("00 53 18 c0 05 01"),  # close: its list runs past the frame
+        h("00 53 18"),  # close: the described value is missing
+        h("00 53"),  # the descriptor's code is missing
+        h("00 53 10 c0 02 01 a1"),  # open: the container-id's size is missing
+    ],
+)
+def test_a_frame_decoded_where_it_lies_fails_as_it_fails_alone(body):
+    """Frames are decoded in the bytes read, where the next frame follows: a body cut short
+    must not borrow that frame's bytes, and its error is the one the frame alone gives."""
+    bad = raw_frame(body)
+    with pytest.raises(FrameDecodeError) as alone:
+        FrameReader(512).feed(bad)
+    following = encode_frame(0, Open(container_id="c" * 40)) + encode_frame(0, Close())
+    with pytest.raises(FrameDecodeError) as followed:
+        FrameReader(512).feed(bad + following)
+    assert str(followed.value) == str(alone.value)
+
+
+def test_a_frame_split_over_reads_is_kept_back_and_completed():
+    frames = [encode_frame(0, Close()), encode_frame(3, Transfer(handle=1), b"payload")]
+    stream = b"".join(frames)
+    reader = FrameReader(512)
+    assert reader.feed(stream[:-3]) == [Frame(0, 0, Close(), b"")]
+    assert reader.buffered == len(frames[1]) - 3
+    assert reader.feed(memoryview(stream[-3:])) == [Frame(0, 3, Transfer(handle=1), b"payload")]
+    assert reader.buffered == 0
+    assert all(type(frame.payload) is bytes for frame in reader.feed(stream))
+
+
 # ---------------------------------------------------------------------- transfers
 def reassemble(frames: list[bytes], max_frame_size: int) -> tuple[list[Transfer], bytes]:
     reader = FrameReader(max_frame_size)
