@@ -1,4 +1,7 @@
-"""`python -m benchmarks`: the project's benchmark suite, printed as a markdown table.
+"""`python -m benchmarks`: the project's benchmark suite, printed as markdown tables, one per
+driver: the pipelined one (a raw socket that packs many frames into each write, and pika for the
+tx scenarios) and, when `go` and Debian's amqp091-go are installed, the per-message-write one
+(RabbitMQ's Go client, every frame its own socket write: benchmarks/per_write.py).
 
 With `--url` (repeatable) it runs against brokers already running; the broker's CPU is then not
 measured. Without, it compares: rabbitish in its own process on a temporary data dir with
@@ -8,28 +11,38 @@ RabbitMQ" (rate over rate, or its latency over ours); the CPU ratio is ours over
 Nothing here asserts a speed: the numbers are for people to read.
 
     python -m benchmarks [--messages 20000] [--seconds 3] [--repeat 1] [--url URL ...]
+                         [--driver pipelined|per-write ...]
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import shlex
 import statistics
 import tempfile
+from collections.abc import Callable
 from urllib.parse import urlparse
 
-from benchmarks import durable, transient
+from benchmarks import durable, per_write, transient
 from benchmarks.measure import Figure, markdown_table, process_tree
-from benchmarks.report import legend, machine, rows
+from benchmarks.report import SCENARIOS, drivers_rows, legend, machine, rows
 from tests.support.broker_process import BrokerProcess
 from tests.support.real_rabbitmq import rabbitmq_available, real_rabbitmq
 
 Brokers = dict[str, tuple[str, list[int]]]  # name -> (url, pids whose CPU counts)
+Suite = Callable[[str, list[int], argparse.Namespace], dict[str, Figure]]
+PIPELINED, PER_WRITE = "pipelined", "per-write"
+TITLES = {
+    PIPELINED: "Pipelined driver (raw socket, many frames per write; pika for the tx cases)",
+    PER_WRITE: "Per-message-write driver (amqp091-go: every frame its own socket write)",
+}
+LEGENDS = {PIPELINED: SCENARIOS, PER_WRITE: per_write.SCENARIOS}
 
 
 def run_suite(url: str, pids: list[int], args: argparse.Namespace) -> dict[str, Figure]:
-    """Every scenario once against one broker."""
+    """Every scenario once against one broker, pipelined."""
     results = durable.run_broker(url, pids, args.messages, args.seconds, args.body)
     results.update(transient.run_broker(url, pids, args.transient, args.rounds, args.body))
     return results
@@ -48,13 +61,37 @@ def median_round(rounds: list[dict[str, Figure]]) -> dict[str, Figure]:
     return merged
 
 
-def run(brokers: Brokers, args: argparse.Namespace) -> dict[str, dict[str, Figure]]:
-    """`args.repeat` rounds, each running the suite on every broker in turn."""
-    rounds: dict[str, list[dict[str, Figure]]] = {name: [] for name in brokers}
+def run(
+    brokers: Brokers, drivers: dict[str, Suite], args: argparse.Namespace
+) -> dict[str, dict[str, dict[str, Figure]]]:
+    """`args.repeat` rounds, each running every driver's suite on every broker in turn;
+    per driver, per broker, the median round."""
+    rounds = {driver: {name: [] for name in brokers} for driver in drivers}
     for _ in range(args.repeat):
-        for name, (url, pids) in brokers.items():
-            rounds[name].append(run_suite(url, pids, args))
-    return {name: median_round(results) for name, results in rounds.items()}
+        for driver, suite in drivers.items():
+            for name, (url, pids) in brokers.items():
+                rounds[driver][name].append(suite(url, pids, args))
+    return {
+        driver: {name: median_round(results) for name, results in per_broker.items()}
+        for driver, per_broker in rounds.items()
+    }
+
+
+def choose_drivers(args: argparse.Namespace) -> dict[str, Suite]:
+    """The drivers asked for (both by default); the per-message-write one is built here, or
+    left out with a line saying why."""
+    drivers: dict[str, Suite] = {}
+    for driver in args.driver or (PIPELINED, PER_WRITE):
+        if driver == PIPELINED:
+            drivers[driver] = run_suite
+            continue
+        try:
+            binary = per_write.build()
+        except per_write.DriverUnavailable as why:
+            print(f"Per-message-write driver skipped: {why}\n")
+            continue
+        drivers[driver] = functools.partial(per_write.run_broker, binary)
+    return drivers
 
 
 def parse() -> argparse.Namespace:
@@ -69,6 +106,12 @@ def parse() -> argparse.Namespace:
     parser.add_argument("--repeat", type=int, default=1, help="rounds; the median is reported")
     parser.add_argument("--no-rabbitmq", action="store_true", help="rabbitish alone")
     parser.add_argument(
+        "--driver",
+        action="append",
+        choices=[PIPELINED, PER_WRITE],
+        help="only this driver (repeatable; default both, per-write when go is installed)",
+    )
+    parser.add_argument(
         "--serve-args",
         type=shlex.split,
         default=[],
@@ -79,6 +122,9 @@ def parse() -> argparse.Namespace:
 
 def main() -> None:
     args = parse()
+    drivers = choose_drivers(args)
+    if not drivers:
+        raise SystemExit("no driver to run")
     with contextlib.ExitStack() as stack:
         brokers: Brokers = {}
         for url in args.url or ():
@@ -94,12 +140,16 @@ def main() -> None:
                 node = stack.enter_context(real_rabbitmq())
                 assert node._proc is not None
                 brokers[f"RabbitMQ {node.version}"] = (node.url, process_tree(node._proc.pid))
-        results = run(brokers, args)
-    print(machine(results, args))
-    print()
-    print(markdown_table(rows(results)))
-    print()
-    print(legend())
+        results = run(brokers, drivers, args)
+    print(machine(next(iter(results.values())), args))
+    for driver, per_broker in results.items():
+        print(f"\n### {TITLES[driver]}\n")
+        print(markdown_table(rows(per_broker, LEGENDS[driver])))
+        print()
+        print(legend(LEGENDS[driver]))
+    if len(results) == 2 and len(brokers) == 2:
+        print("\n### Both drivers: ratio to the second broker, and CPU ratio\n")
+        print(markdown_table(drivers_rows(results, SCENARIOS)))
 
 
 if __name__ == "__main__":

@@ -8,11 +8,12 @@ import datetime
 import math
 import os
 import platform
+from collections.abc import Mapping
 from pathlib import Path
 
 from benchmarks.measure import Figure
 
-# scenario -> what it measures and in what unit; the first six are throughputs, higher is better
+# scenario -> what it measures and in what unit; all but latency are throughputs, higher is better
 SCENARIOS = {
     "tx_commit_1": "1 persistent msg per tx.commit, commits/s",
     "tx_commit_100": "100 persistent msgs per tx.commit, msgs/s",
@@ -24,7 +25,6 @@ SCENARIOS = {
     "latency_p50": "transient publish -> deliver round trip, us",
     "latency_p99": "transient publish -> deliver round trip, us",
 }
-THROUGHPUT = tuple(SCENARIOS)[:6]
 
 
 def _first(path: str, key: str) -> str:
@@ -71,15 +71,26 @@ def _better(name: str, ours: Figure, theirs: Figure) -> float:
     return ours[0] / theirs[0]
 
 
-def rows(results: dict[str, dict[str, Figure]]) -> list[list[str]]:
+def _throughput(scenarios: Mapping[str, str]) -> tuple[str, ...]:
+    return tuple(name for name in scenarios if not name.startswith("latency"))
+
+
+def geometric_mean(ratios: list[float]) -> float:
+    return math.exp(sum(math.log(r) for r in ratios) / len(ratios))
+
+
+def rows(
+    results: dict[str, dict[str, Figure]], scenarios: Mapping[str, str] = SCENARIOS
+) -> list[list[str]]:
     """Header and one row per scenario; ratios (first broker against the second) only when
     exactly two brokers ran, then a geometric-mean row over the throughput scenarios and the
     broker CPU per persistent confirmed message."""
     names = list(results)
+    throughput = _throughput(scenarios)
     pair = len(names) == 2
     header = ["scenario", *names, *(f"{name} CPU/op" for name in names)]
     table = [header + (["ratio", "CPU ratio"] if pair else [])]
-    for scenario in SCENARIOS:
+    for scenario in scenarios:
         figures = [results[name][scenario] for name in names]
         row = [scenario, *(_value(scenario, f) for f in figures), *(_cpu(f) for f in figures)]
         if pair:
@@ -90,13 +101,38 @@ def rows(results: dict[str, dict[str, Figure]]) -> list[list[str]]:
             row += [f"{_better(scenario, ours, theirs):.2f}x", cpu]
         table.append(row)
     if pair:
-        ratios = [_better(s, results[names[0]][s], results[names[1]][s]) for s in THROUGHPUT]
-        mean = math.exp(sum(math.log(r) for r in ratios) / len(ratios))
+        ratios = [_better(s, results[names[0]][s], results[names[1]][s]) for s in throughput]
+        mean = geometric_mean(ratios)
         blank = [""] * (len(header) - 1)
-        table.append(["geometric mean, 6 throughput scenarios", *blank, f"{mean:.2f}x", ""])
+        label = f"geometric mean, {len(throughput)} throughput scenarios"
+        table.append([label, *blank, f"{mean:.2f}x", ""])
     return table
 
 
-def legend() -> str:
+def drivers_rows(
+    per_driver: Mapping[str, dict[str, dict[str, Figure]]], scenarios: Mapping[str, str]
+) -> list[list[str]]:
+    """Both drivers' ratios and CPU ratios beside each other, one row per scenario (the first
+    broker against the second, as in `rows`), then each driver's geometric mean."""
+    drivers = list(per_driver)
+    header = ["scenario", *(f"{d} ratio" for d in drivers), *(f"{d} CPU ratio" for d in drivers)]
+    table = [header]
+    ratios: dict[str, list[float]] = {d: [] for d in drivers}
+    for scenario in scenarios:
+        better, cpu = [], []
+        for driver in drivers:
+            ours, theirs = (figures[scenario] for figures in per_driver[driver].values())
+            ratio = _better(scenario, ours, theirs)
+            if not scenario.startswith("latency"):
+                ratios[driver].append(ratio)
+            better.append(f"{ratio:.2f}x")
+            cpu.append(f"{ours[1] / theirs[1]:.2f}x" if ours[1] and theirs[1] else "-")
+        table.append([scenario, *better, *cpu])
+    means = [f"{geometric_mean(ratios[d]):.2f}x" for d in drivers]
+    table.append(["geometric mean, throughput", *means, *([""] * len(drivers))])
+    return table
+
+
+def legend(scenarios: Mapping[str, str] = SCENARIOS) -> str:
     """What each scenario row measures, as a markdown list under the table."""
-    return "\n".join(f"- {name}: {what}" for name, what in SCENARIOS.items())
+    return "\n".join(f"- {name}: {what}" for name, what in scenarios.items())

@@ -483,9 +483,7 @@ class Queue:
         now = None
         expired: list[QueueEntry] = []
         taken = None
-        while len(ready):
-            head = ready.peek()
-            assert head is not None
+        while (head := ready.peek()) is not None:
             if head.expires_at is not None and head is not self._arriving:
                 now = now if now is not None else self.scheduler.now()
                 if head.expires_at <= now:

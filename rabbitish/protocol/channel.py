@@ -97,7 +97,8 @@ class Channel:
         self.stats = dict.fromkeys(CHANNEL_STATS, 0)
         self.ack_timeout = AckTimeout(self, conn.config.consumer_timeout)
         self.confirms = PublisherConfirms(channel_id, self.vhost, self._send_if_open, self.stats)
-        self.flush_confirms = self.confirms.flush  # the connection's, after each read batch
+        # Run by the connection after each read batch once confirm.select made it confirming.
+        self.flush_confirms = self.confirms.flush
         content = ContentAssembly(self, conn.max_message_size, self._advance, self.close_with_error)
         self._start_content = content.start
         # What each state's rule does with a frame (states.py): the content frames go straight

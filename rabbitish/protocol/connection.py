@@ -116,6 +116,9 @@ class Connection(ClientConnection):
         # Larger bodies are refused (406); as RabbitMQ, never above its hard limit of 512 MiB.
         self.max_message_size = min(config.max_message_size, MAX_MESSAGE_SIZE)
         self.channels: dict[int, Channel] = {}
+        # The confirm flush of each channel in confirm mode, run after every read batch: the
+        # other channels have none to send, so a read costs them nothing.
+        self.confirming: dict[int, Callable[[], None]] = {}
         self.capabilities: dict[str, Any] = {}
         self.linger = False  # after should_close: read nothing more for a moment (see the top)
         self.close_wait: float | None = None  # longest wait for close-ok (None: I/O default)
@@ -159,8 +162,9 @@ class Connection(ClientConnection):
             log_unexpected(log, f"connection {self.peer}")
             self.connection_error(ConnectionError_(541, ""))
         finally:
-            for channel in list(self.channels.values()):
-                channel.flush_confirms()
+            if self.confirming:
+                for flush in self.confirming.values():
+                    flush()
             if self.pending_completions:
                 completions, self.pending_completions = self.pending_completions, []
                 for complete in completions:
@@ -330,6 +334,7 @@ class Connection(ClientConnection):
             channel.connection_closed()
         released = len(self.channels)
         self.channels.clear()
+        self.confirming.clear()
         return released
 
     def _socket_gone(self) -> None:
@@ -353,6 +358,7 @@ class Connection(ClientConnection):
         self.write(HEARTBEAT_FRAME)
 
     def channel_closed(self, channel_id: int) -> None:
+        self.confirming.pop(channel_id, None)
         if self.channels.pop(channel_id, None) is not None:
             self.node.churn["channel_closed"] += 1
 

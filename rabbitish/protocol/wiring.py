@@ -236,5 +236,6 @@ def confirm_select(ch: Channel, method: commands.Confirm.Select, payload: bytes)
     if ch.mode == "tx":
         raise precondition_failed("cannot switch from tx to confirm mode")
     ch.mode = "confirm"
+    ch.conn.confirming[ch.id] = ch.flush_confirms
     if not method.nowait:
         ch.conn.send_method(ch.id, commands.Confirm.SelectOk())

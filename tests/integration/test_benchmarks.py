@@ -4,9 +4,12 @@ no speed is asserted."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
+import uuid
 
+import pika
 import pytest
 
 from benchmarks.report import SCENARIOS
@@ -15,7 +18,7 @@ from tests.support.broker_process import BrokerProcess
 
 def test_suite_runs_against_a_url_and_reports_every_scenario(tmp_path) -> None:
     with BrokerProcess("--fsync", "always", data_dir=tmp_path) as broker:
-        argv = [sys.executable, "-m", "benchmarks", "--url", broker.url]
+        argv = [sys.executable, "-m", "benchmarks", "--url", broker.url, "--driver", "pipelined"]
         small = ["--messages", "200", "--transient", "300", "--seconds", "0.2", "--rounds", "20"]
         done = subprocess.run(argv + small, capture_output=True, text=True, timeout=90)
     assert done.returncode == 0, done.stderr
@@ -26,12 +29,44 @@ def test_suite_runs_against_a_url_and_reports_every_scenario(tmp_path) -> None:
 
 def test_compare_mode_starts_rabbitish_with_the_serve_args_given() -> None:
     argv = [sys.executable, "-m", "benchmarks", "--no-rabbitmq", "--serve-args=--busy-wait-us 0"]
+    argv += ["--driver", "pipelined"]
     small = ["--messages", "200", "--transient", "300", "--seconds", "0.2", "--rounds", "20"]
     done = subprocess.run(argv + small, capture_output=True, text=True, timeout=90)
     assert done.returncode == 0, done.stderr
     assert "runs `--fsync always --busy-wait-us 0`" in done.stdout
     for scenario in SCENARIOS:
         assert f"| {scenario} |" in done.stdout
+
+
+def test_per_write_driver_builds_and_runs_tiny_scenarios(broker_url: str) -> None:
+    """The Go driver (amqp091-go, every frame its own write) builds, fills a queue in confirm
+    mode and drains it in a transaction, with the broker's CPU read around each run (this
+    process's: the broker is in-process). Skipped without go or Debian's amqp091-go."""
+    from benchmarks import per_write
+
+    reason = per_write.unavailable()
+    if reason is not None:
+        pytest.skip(reason)
+    binary = per_write.build()
+    queue = f"go-driver-{uuid.uuid4().hex[:8]}"
+    conn = pika.BlockingConnection(pika.URLParameters(broker_url))
+    ch = conn.channel()
+    try:
+        ch.queue_declare(queue, durable=True)
+        pids = [os.getpid()]
+        published = per_write.run_scenario(
+            binary, broker_url, pids, "confirm_publish", queue=queue, messages=60, window=10
+        )
+        acked = per_write.run_scenario(
+            binary, broker_url, pids, "tx_ack", queue=queue, messages=60, ack_every=25
+        )
+        assert ch.queue_declare(queue, passive=True).method.message_count == 0
+    finally:
+        ch.queue_delete(queue)
+        conn.close()
+    for outcome in (published, acked):
+        assert outcome.count == 60
+        assert outcome.seconds > 0 and outcome.cpu_us is not None
 
 
 @pytest.mark.parametrize("tracing", ["off", "bound"])
