@@ -38,8 +38,8 @@ PARTITIONS = 4
 ROW_SIZE = 400  # bytes per written row: the rows before a gate outgrow every 64 KiB buffer
 HOLD_LIMIT = 300.0  # a task nobody kills fails after this, rather than hang the job for ever
 # Small executors (two share a 2-core machine with the driver and the broker), and rows handed
-# to the sink in small Arrow batches, so that a held task's sink has published some of its rows
-# in its open transaction before the gate stops it.
+# on in small Arrow batches, so that the rows before a gate move on to the task's sink (through
+# 64 KiB buffers between the Python workers and the JVM) while the gate holds.
 CLUSTER_CONFIG = {
     "spark.executor.memory": "512m",
     "spark.executor.cores": "1",

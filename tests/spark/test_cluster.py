@@ -258,13 +258,13 @@ def _check_ledger(got: list[bytes], sent: list[bytes]) -> None:
 def test_a_stream_keeps_exactly_once_through_a_lost_worker_and_a_killed_driver(
     workers, broker_url, uid, tmp_path
 ):
-    """300 messages from a queue to an exchange, 25 per micro-batch. Worker A dies (-9) while
-    its task of the batch holding m0115 has the sink's transaction open; the batch is retried
+    """150 messages from a queue to an exchange, 25 per micro-batch. Worker A dies (-9) while
+    its task of the batch holding m0040 has the sink's transaction open; the batch is retried
     on worker B and the query goes on; A is started again and gets an executor back. Then the
-    driver dies (-9, its JVM with it) while a task of the batch holding m0215 is held, and a new
+    driver dies (-9, its JVM with it) while a task of the batch holding m0090 is held, and a new
     driver finishes the query from the checkpoint. The ledger: every message once."""
     source, exchange, target = f"{uid}-in", f"{uid}-x", f"{uid}-out"
-    sent = [f"m{i:04}".encode() for i in range(300)]
+    sent = [f"m{i:04}".encode() for i in range(150)]
     with pika_channel(broker_url) as ch:
         ch.queue_declare(source, durable=True)
         for body in sent:
@@ -273,17 +273,17 @@ def test_a_stream_keeps_exactly_once_through_a_lost_worker_and_a_killed_driver(
     gates, checkpoint = tmp_path / "gates", tmp_path / "checkpoint"
     gates.mkdir()
     job = ["stream", workers.master_url, broker_url, source, exchange, str(checkpoint), str(gates)]
-    first = _Driver.start([*job, "m0115", "m0215"], tmp_path / "driver1.log")
+    first = _Driver.start([*job, "m0040", "m0090"], tmp_path / "driver1.log")
     try:
-        victim = _held(workers, first, gates, "m0115", _port(broker_url))
+        victim = _held(workers, first, gates, "m0040", _port(broker_url))
         wait_until(
             lambda: workers.runs_an_executor(1 - victim),
             timeout=60,
             message="the query has no executor on the other worker to retry on",
         )
         workers.kill_worker(victim)
-        wait_until(  # batches commit whole and in order: past 115, m0115's batch went through
-            lambda: first.running() and _depth(broker_url, target) > 115,
+        wait_until(  # batches commit whole and in order: past 40, m0040's batch went through
+            lambda: first.running() and _depth(broker_url, target) > 40,
             timeout=DRIVER_TIMEOUT,
             interval=0.2,
             message="the batch of the lost task never went through on the other worker",
@@ -295,10 +295,10 @@ def test_a_stream_keeps_exactly_once_through_a_lost_worker_and_a_killed_driver(
             interval=0.2,
             message="the restarted worker never got an executor of the query",
         )
-        _held(workers, first, gates, "m0215", _port(broker_url))
+        _held(workers, first, gates, "m0090", _port(broker_url))
     finally:
         first.kill()
-    assert 115 < _depth(broker_url, target) <= 215
+    assert 40 < _depth(broker_url, target) <= 90
 
     _Driver.start(job, tmp_path / "driver2.log").finish()  # no gates this time
     with pika_channel(broker_url) as ch:
