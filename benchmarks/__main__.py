@@ -26,10 +26,9 @@ from collections.abc import Callable
 from urllib.parse import urlparse
 
 from benchmarks import durable, per_write, transient
-from benchmarks.measure import Figure, markdown_table, process_tree
+from benchmarks.measure import Figure, markdown_table
 from benchmarks.report import SCENARIOS, drivers_rows, legend, machine, rows
-from tests.support.broker_process import BrokerProcess
-from tests.support.real_rabbitmq import rabbitmq_available, real_rabbitmq
+from benchmarks.side_by_side import start_both
 
 Brokers = dict[str, tuple[str, list[int]]]  # name -> (url, pids whose CPU counts)
 Suite = Callable[[str, list[int], argparse.Namespace], dict[str, Figure]]
@@ -131,15 +130,9 @@ def main() -> None:
             brokers[urlparse(url).netloc.rpartition("@")[2]] = (url, [])
         if not args.url:
             data_dir = stack.enter_context(tempfile.TemporaryDirectory(prefix="rabbitish-bench-"))
-            ours = stack.enter_context(
-                BrokerProcess("--fsync", "always", *args.serve_args, data_dir=data_dir)
+            brokers.update(
+                start_both(stack, data_dir, args.serve_args, with_rabbitmq=not args.no_rabbitmq)
             )
-            assert ours.proc is not None
-            brokers["rabbitish"] = (ours.url, [ours.proc.pid])
-            if rabbitmq_available() and not args.no_rabbitmq:
-                node = stack.enter_context(real_rabbitmq())
-                assert node._proc is not None
-                brokers[f"RabbitMQ {node.version}"] = (node.url, process_tree(node._proc.pid))
         results = run(brokers, drivers, args)
     print(machine(next(iter(results.values())), args))
     for driver, per_broker in results.items():

@@ -411,12 +411,11 @@ def main() -> None:
         brokers = [Broker("rabbitish", url, pids, rabbitish=True)]
         if rabbitmq_available():
             node = running.enter_context(real_rabbitmq())
-            assert node._proc is not None
             brokers.append(
                 Broker(
                     f"RabbitMQ {node.version}",
                     proton_url(node.url),
-                    process_tree(node._proc.pid),
+                    process_tree(node.pid),
                     rabbitish=False,
                 )
             )

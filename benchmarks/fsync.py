@@ -258,9 +258,7 @@ def parse() -> argparse.Namespace:
 
 
 def main() -> None:
-    from benchmarks.measure import process_tree
-    from tests.support.broker_process import BrokerProcess
-    from tests.support.real_rabbitmq import rabbitmq_available, real_rabbitmq
+    from benchmarks.side_by_side import start_both
 
     args = parse()
     disks: list[DiskRates] = []
@@ -271,13 +269,7 @@ def main() -> None:
         work = Path(scratch)
         targets: dict[str, tuple[str, list[int]]] = {}  # name -> (url, pids whose CPU counts)
         if not args.no_broker:
-            ours = stack.enter_context(BrokerProcess("--fsync", "always", data_dir=work / "data"))
-            assert ours.proc is not None
-            targets["rabbitish"] = (ours.url, [ours.proc.pid])
-            if rabbitmq_available() and not args.no_rabbitmq:
-                node = stack.enter_context(real_rabbitmq())
-                assert node._proc is not None
-                targets[f"RabbitMQ {node.version}"] = (node.url, process_tree(node._proc.pid))
+            targets = start_both(stack, work / "data", with_rabbitmq=not args.no_rabbitmq)
         brokers: dict[str, list[tuple[DiskRates, BrokerRates]]] = {name: [] for name in targets}
         for _ in range(args.rounds):
             if not targets:

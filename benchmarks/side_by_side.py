@@ -5,8 +5,10 @@ so that every figure it prints has its counterpart measured under the same load.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import TypeVar
 
 from benchmarks.measure import process_tree
@@ -39,6 +41,25 @@ def side_by_side(args: argparse.Namespace, run: Run[T]) -> dict[str, T]:
 
     if args.only != "rabbitish" and rabbitmq_available():
         with real_rabbitmq() as node:
-            assert node._proc is not None
-            columns[f"RabbitMQ {node.version}"] = run(node.url, process_tree(node._proc.pid), args)
+            columns[f"RabbitMQ {node.version}"] = run(node.url, process_tree(node.pid), args)
     return columns
+
+
+def start_both(
+    stack: contextlib.ExitStack,
+    data_dir: str | Path,
+    serve_args: Sequence[str] = (),
+    with_rabbitmq: bool = True,
+) -> dict[str, tuple[str, list[int]]]:
+    """rabbitish (`--fsync always` on `data_dir`) and, when installed and wanted, a RabbitMQ
+    node, both running until `stack` closes, for benchmarks that interleave rounds between
+    them: name -> (url, the processes whose CPU counts)."""
+    from tests.support.real_rabbitmq import rabbitmq_available, real_rabbitmq
+
+    ours = stack.enter_context(BrokerProcess("--fsync", "always", *serve_args, data_dir=data_dir))
+    assert ours.proc is not None
+    running = {"rabbitish": (ours.url, [ours.proc.pid])}
+    if with_rabbitmq and rabbitmq_available():
+        node = stack.enter_context(real_rabbitmq())
+        running[f"RabbitMQ {node.version}"] = (node.url, process_tree(node.pid))
+    return running

@@ -128,6 +128,13 @@ class RealRabbit:
         (base / "rabbitmq-env.conf").write_text("")
 
     @property
+    def pid(self) -> int:
+        """The running node's rabbitmq-server process; beam and its helpers run under it."""
+        if self._proc is None:
+            raise RealRabbitError("node not running")
+        return self._proc.pid
+
+    @property
     def _console_log(self) -> Path:
         return self.data_dir / "console.log"
 
