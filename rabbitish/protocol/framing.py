@@ -76,19 +76,18 @@ class FrameReader:
     def feed(self, data: bytes) -> Iterator[RawFrame]:
         """Take more bytes and yield every frame now complete. Raises a 501 connection error for
         an oversized frame (as soon as its header is in) or a wrong frame-end byte, after
-        yielding the frames before it. Payloads are sliced from the bytes read (one copy each);
-        only an incomplete last frame is kept back, and it grows in place until whole, so a
-        frame trickling in a byte at a time costs no more than one arriving at once."""
-        rest = self._rest
-        if rest:
-            rest += data
-            if len(rest) < self._need:
-                return
-            buf = bytes(rest)
-            rest.clear()
-        else:
-            buf = data
+        yielding the frames before it. Payloads are sliced from the bytes read (one copy each).
+        Only an incomplete last frame is kept back: it grows in place until whole, taking from
+        the next read just the bytes it lacks, so a frame trickling in a byte at a time costs no
+        more than one arriving at once, and frames that follow it are sliced from that read as
+        the others are (a large message's frames seldom line up with reads)."""
         offset = 0
+        if self._rest:
+            offset = self._complete_rest(data)
+            if offset < 0:
+                return
+            yield self._take_rest()
+        buf = data
         available = len(buf)
         self._need = 7
         try:
@@ -110,6 +109,39 @@ class FrameReader:
         finally:
             if offset < available:
                 self._rest += memoryview(buf)[offset:]
+
+    def _complete_rest(self, data: bytes) -> int:
+        """Move from the front of `data` what the kept-back frame lacks. Returns how many bytes
+        of `data` that took, or -1 when the frame is still not whole (all of `data` taken)."""
+        rest = self._rest
+        taken = 0
+        if len(rest) < 7:  # its header first: the size says how much more it needs
+            taken = min(7 - len(rest), len(data))
+            rest += memoryview(data)[:taken]
+            if len(rest) < 7:
+                return -1
+            ftype, _channel, size = _frame_header.unpack_from(rest, 0)
+            if size > self.frame_max:
+                raise frame_too_large(ftype, size, self.frame_max)
+            self._need = size + FRAME_OVERHEAD
+        more = min(self._need - len(rest), len(data) - taken)
+        if more:
+            rest += memoryview(data)[taken : taken + more]
+            taken += more
+        return taken if len(rest) >= self._need else -1
+
+    def _take_rest(self) -> RawFrame:
+        """The kept-back frame, now whole."""
+        rest = self._rest
+        ftype, channel, size = _frame_header.unpack_from(rest, 0)
+        with memoryview(rest) as view:
+            payload = bytes(view[7 : 7 + size])
+        end = rest[size + 7]
+        rest.clear()
+        if end != FRAME_END:
+            reason = f"{{invalid_frame_end_marker,{end}}}"
+            raise FrameSyncError(FRAME_ERROR, _frame_text(ftype, payload, reason))
+        return ftype, channel, payload
 
     @property
     def buffered(self) -> int:

@@ -141,6 +141,10 @@ def test_amqp_091_over_tls(tls: TlsBroker, ca: ThrowawayCA, uid: str) -> None:
         ch.basic_publish("", uid, b"over tls")
         _method, _props, body = ch.basic_get(uid, auto_ack=True)
         assert body == b"over tls"
+        large = bytes(range(256)) * (3 * 4096 + 1)  # many frames, written unjoined
+        ch.basic_publish("", uid, large)
+        _method, _props, body = ch.basic_get(uid, auto_ack=True)
+        assert body == large
 
 
 def test_external_is_offered_on_tls_only(tls: TlsBroker, ca: ThrowawayCA) -> None:

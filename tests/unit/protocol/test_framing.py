@@ -84,6 +84,40 @@ def test_oversized_header_raises_before_the_payload_arrives():
     assert reader.buffered == 7
 
 
+@pytest.mark.parametrize("split", range(1, 7))
+def test_oversized_header_split_across_reads_raises_once_whole(split):
+    reader = FrameReader(FRAME_MAX)
+    header = struct.pack(">BHI", FRAME_BODY, 1, FRAME_MAX + 1)
+    assert list(reader.feed(header[:split])) == []
+    with pytest.raises(FrameSyncError) as info:
+        list(reader.feed(header[split:] + b"payload"))
+    assert info.value.reply_text.endswith("{frame_too_large,4097,4088}")
+
+
+@pytest.mark.parametrize("split", [3, 7, 9])
+def test_wrong_frame_end_of_a_frame_kept_back_is_found(split):
+    """A frame completed across reads is checked as one read whole: same error, and the frames
+    before it in the stream still come out."""
+    reader = FrameReader(FRAME_MAX)
+    good = encode_frame(FRAME_BODY, 1, b"ok")
+    bad = struct.pack(">BHI", FRAME_BODY, 1, 2) + b"no" + b"\x00"
+    assert list(reader.feed(good + bad[:split])) == [(FRAME_BODY, 1, b"ok")]
+    with pytest.raises(FrameSyncError) as info:
+        list(reader.feed(bad[split:] + good))
+    assert info.value.reply_text == (
+        'FRAME_ERROR - type 3, all octets = <<"no">>: {invalid_frame_end_marker,0}'
+    )
+
+
+def test_frames_after_a_kept_back_frame_come_from_the_same_read():
+    reader = FrameReader(FRAME_MAX)
+    first, second = encode_frame(FRAME_BODY, 1, b"a" * 300), encode_frame(FRAME_BODY, 2, b"b")
+    assert list(reader.feed(first[:100])) == []
+    got = list(reader.feed(first[100:] + second + second[:4]))
+    assert got == [(FRAME_BODY, 1, b"a" * 300), (FRAME_BODY, 2, b"b")]
+    assert reader.buffered == 4
+
+
 def test_payload_may_reach_frame_max_itself():
     """RabbitMQ allows 8 bytes of slack: payload == frame_max passes, one more does not."""
     reader = FrameReader(FRAME_MAX)
