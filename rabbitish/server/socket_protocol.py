@@ -18,8 +18,7 @@ import asyncio
 import logging
 import ssl
 import time
-from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any, Protocol
 
 from rabbitish.config import Config
@@ -71,20 +70,25 @@ def socket_address(address: object) -> tuple[str, int]:
     return "", 0
 
 
-def unjoined(parts: list[Chunk]) -> Iterator[Chunk]:
-    """Large output in the pieces it is best written in: large ones (bodies, or views of a body
-    split into frames) as they are, the small ones between them joined."""
+def write_unjoined(transport: asyncio.WriteTransport, parts: list[Chunk]) -> None:
+    """Write large output without joining it: large pieces (bodies, or views of a body split
+    into frames) go to the transport as they are, the small ones between them joined.
+
+    asyncio's `writelines` joins its pieces into one bytes object (Python 3.11), and its
+    `write` then copies what the socket did not take at once twice more (a slice, then into its
+    buffer): three copies of a 16 MiB body, where a memoryview that the socket only partly took
+    is sliced without a copy and what is left is copied once."""
     small: list[Chunk] = []
     for part in parts:
         if len(part) < LARGE_PIECE:
             small.append(part)
             continue
         if small:
-            yield b"".join(small)
+            transport.write(b"".join(small))
             small.clear()
-        yield part
+        transport.write(part)
     if small:
-        yield b"".join(small)
+        transport.write(b"".join(small))
 
 
 class SocketWrites:
@@ -116,8 +120,6 @@ class SocketProtocol(asyncio.Protocol):
         self._send_every = 0.0
         self._idle_check: IdleCheck | None = None
         self._check_every = 0.0
-        # Output of large flushes not yet handed to the transport because it asked us to pause.
-        self._backlog: deque[Chunk] = deque()
 
     def _adopt(
         self,
@@ -172,7 +174,6 @@ class SocketProtocol(asyncio.Protocol):
         for timer in self._timers.values():
             timer.cancel()
         self._timers.clear()
-        self._backlog.clear()
         if self.conn is not None:
             self.conn.lost()
 
@@ -181,14 +182,9 @@ class SocketProtocol(asyncio.Protocol):
             self.conn.paused = True
 
     def resume_writing(self) -> None:
-        conn = self.conn
-        if conn is not None:
-            conn.paused = False
-            if self._backlog and self.transport is not None:
-                self._write_backlog(conn, self.transport)
-                if conn.paused:
-                    return
-            conn.output_drained()
+        if self.conn is not None:
+            self.conn.paused = False
+            self.conn.output_drained()
             self._flush()
 
     # ------------------------------------------------------------------ alarms
@@ -245,39 +241,21 @@ class SocketProtocol(asyncio.Protocol):
         raise NotImplementedError
 
     def _write_output(self, conn: Any, transport: asyncio.Transport) -> None:
-        """Write what the connection produced since the last flush, in one transport call.
-
-        A large flush (message bodies) is not joined: its pieces go to the transport one by one
-        until it asks us to pause, and the rest waits, uncopied, until it resumes. asyncio's
-        `writelines` joins its pieces into one bytes object (Python 3.11) and `write` copies what
-        the socket did not take into the transport's buffer, which copies all it holds again
-        each time it grows after a partial send: several copies of every large body, more the
-        slower the client reads, where a view the socket only partly took is sliced without
-        one."""
+        """Write what the connection produced since the last flush, in one transport call."""
         self._flush_scheduled = False
         size = conn.out_size
         parts = conn.take_parts()
         if parts and not transport.is_closing():
-            if self._backlog:
-                self._backlog.extend(parts)  # after what waits already
-            elif len(parts) == 1:
+            if len(parts) == 1:
                 transport.write(parts[0])
             elif size < LARGE_OUTPUT:
                 transport.writelines(parts)
             else:
-                self._backlog.extend(unjoined(parts))
-                self._write_backlog(conn, transport)
+                write_unjoined(transport, parts)
             stats = self.stats
             stats.send_cnt += 1
             SocketWrites.count += 1
             stats.send_oct += size
-
-    def _write_backlog(self, conn: Any, transport: asyncio.Transport) -> None:
-        """Hand the transport waiting output until it asks us to pause (it does so from inside
-        `write`, once what it holds passes its high-water mark)."""
-        backlog = self._backlog
-        while backlog and not conn.paused:
-            transport.write(backlog.popleft())
 
     def _resume_starved(self, conn: Any) -> None:
         """Consumers were held back while output piled up: now it went out, let them go on."""
@@ -289,9 +267,6 @@ class SocketProtocol(asyncio.Protocol):
     def _close_transport(self) -> None:
         transport = self.transport
         if transport is not None and not transport.is_closing():
-            if self._backlog:  # the last words must still go out, after what waits
-                transport.writelines(list(self._backlog))
-                self._backlog.clear()
             transport.close()
             if transport.get_write_buffer_size():
                 # asyncio closes once the output is written: a peer that takes none of it
