@@ -26,12 +26,9 @@ from rabbitish.engine.auth import Peer
 from rabbitish.engine.node import Node
 from rabbitish.engine.sessions import SocketStats
 from rabbitish.frontend.heartbeats import IdleCheck, SendCheck
-from rabbitish.frontend.output import Chunk
 from rabbitish.tls import COMMON_NAME, certificate_user
 
 FLUSH_ON_CLOSE = 30.0  # seconds a closing socket's output may take (RabbitMQ's ?CLOSING_TIMEOUT)
-LARGE_OUTPUT = 256 * 1024  # bytes in one flush from which its pieces are not joined first
-LARGE_PIECE = 16 * 1024  # a piece of such a flush written as it is (a body or a view of one)
 
 
 def peer_info(transport: asyncio.BaseTransport, login_from: str = COMMON_NAME) -> Peer:
@@ -68,27 +65,6 @@ def socket_address(address: object) -> tuple[str, int]:
     if isinstance(address, tuple) and len(address) >= 2:
         return str(address[0]), int(address[1])
     return "", 0
-
-
-def write_unjoined(transport: asyncio.WriteTransport, parts: list[Chunk]) -> None:
-    """Write large output without joining it: large pieces (bodies, or views of a body split
-    into frames) go to the transport as they are, the small ones between them joined.
-
-    asyncio's `writelines` joins its pieces into one bytes object (Python 3.11), and its
-    `write` then copies what the socket did not take at once twice more (a slice, then into its
-    buffer): three copies of a 16 MiB body, where a memoryview that the socket only partly took
-    is sliced without a copy and what is left is copied once."""
-    small: list[Chunk] = []
-    for part in parts:
-        if len(part) < LARGE_PIECE:
-            small.append(part)
-            continue
-        if small:
-            transport.write(b"".join(small))
-            small.clear()
-        transport.write(part)
-    if small:
-        transport.write(b"".join(small))
 
 
 class SocketWrites:
@@ -248,10 +224,8 @@ class SocketProtocol(asyncio.Protocol):
         if parts and not transport.is_closing():
             if len(parts) == 1:
                 transport.write(parts[0])
-            elif size < LARGE_OUTPUT:
-                transport.writelines(parts)
             else:
-                write_unjoined(transport, parts)
+                transport.writelines(parts)
             stats = self.stats
             stats.send_cnt += 1
             SocketWrites.count += 1

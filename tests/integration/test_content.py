@@ -200,6 +200,31 @@ def test_five_mib_body_round_trips_with_pika(amqp_url, uid):
         conn.close()
 
 
+def test_large_deliveries_to_a_consumer_that_reads_late_arrive_whole_and_in_order(amqp_url, uid):
+    """Deliveries pile up for a consumer that reads nothing until every publish is confirmed
+    (more than the sockets buffer): all come out whole and in order."""
+    bodies = [BIG[i:] + bytes([i]) for i in range(4)]
+    consumer = Frames(amqp_url)
+    conn = _pika(amqp_url)
+    try:
+        ch = conn.channel()
+        ch.queue_declare(uid, exclusive=False, auto_delete=True)
+        consumer.call(
+            commands.Basic.Consume(queue=uid, consumer_tag="late", no_ack=True), "Basic.ConsumeOk"
+        )
+        ch.confirm_delivery()
+        for body in bodies:
+            ch.basic_publish("", uid, body)  # returns once confirmed
+        got = [consumer.content()[2] for _ in bodies]
+        assert [hashlib.sha256(b).digest() for b in got] == [
+            hashlib.sha256(b).digest() for b in bodies
+        ]
+        consumer.call(commands.Basic.Cancel(consumer_tag="late"), "Basic.CancelOk")
+    finally:
+        conn.close()
+        consumer.close()
+
+
 async def test_five_mib_body_round_trips_with_aio_pika(amqp_url, uid):
     async with await aio_pika.connect(amqp_url) as conn:
         ch = await conn.channel()
