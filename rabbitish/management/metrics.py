@@ -16,10 +16,10 @@ from rabbitish import __version__
 from rabbitish.management.format import NODE, RABBITMQ_VERSION
 
 if TYPE_CHECKING:
-    from aiohttp import web
-
     from rabbitish.engine.node import Node
     from rabbitish.engine.queue import Queue
+    from rabbitish.management.http_server import Request, Response
+    from rabbitish.management.routing import Router
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 PATHS = ("/metrics", "/metrics/per-object")
@@ -219,16 +219,16 @@ def _number(value: float) -> str:
     return str(int(value)) if float(value).is_integer() else repr(float(value))
 
 
-def add_routes(app: web.Application, node: Node) -> None:
-    """`/metrics` and `/metrics/per-object` on an aiohttp application."""
-    from aiohttp import web
+def add_routes(router: Router, node: Node) -> None:
+    """`/metrics` and `/metrics/per-object` on a management router."""
+    from rabbitish.management.http_server import Response
 
-    async def metrics(request: web.Request) -> web.StreamResponse:
+    async def metrics(request: Request) -> Response:
         per_object = request.path.endswith("/per-object")
-        return web.Response(
+        return Response(
             body=render(collect(node, per_object)).encode(),
             headers={"Content-Type": CONTENT_TYPE, "Cache-Control": "no-cache"},
         )
 
     for path in PATHS:
-        app.router.add_get(path, metrics)
+        router.add_get(path, metrics)
