@@ -255,10 +255,13 @@ def parse_query(query: str) -> dict[str, str]:
 
 
 # ---------------------------------------------------------------------- parsing (sans-IO)
+Event = ParsedRequest | ExpectsContinue | BadRequest
+
+
 class RequestParser:
-    """Bytes in (`feed`), events out: an `ExpectsContinue` when a head asks for one and a
-    `ParsedRequest` once its body is complete. Raises BadRequest on input it cannot take;
-    after that it takes nothing more."""
+    """Bytes in (`feed`), events out: an `ExpectsContinue` when a head asks for one, a
+    `ParsedRequest` once its body is complete, and a `BadRequest` for input it cannot take
+    (always the last event: after it the parser takes nothing more)."""
 
     def __init__(self) -> None:
         self._buffer = bytearray()
@@ -269,12 +272,14 @@ class RequestParser:
         self._body = bytearray()
         self._body_done = False
         self._failed = False
+        self._scanned = 0  # how far the head being received has been checked
+        self._lines = 0  # complete lines in it so far
 
-    def feed(self, data: bytes) -> list[ParsedRequest | ExpectsContinue]:
+    def feed(self, data: bytes) -> list[Event]:
         if self._failed:
             return []
         self._buffer += data
-        events: list[ParsedRequest | ExpectsContinue] = []
+        events: list[Event] = []
         try:
             while True:
                 if self._request is None:
@@ -284,30 +289,25 @@ class RequestParser:
                     break
                 if self._request is not None and self._body_done:
                     events.append(self._finish())
-        except BadRequest:
+        except BadRequest as err:
             self._failed = True
             self._buffer.clear()
-            raise
+            events.append(err)
         return events
 
-    def _read_head(self, events: list[ParsedRequest | ExpectsContinue]) -> bool:
+    def _read_head(self, events: list[Event]) -> bool:
         buffer = self._buffer
         if buffer[:1] == b"\x16":  # a TLS handshake record
             raise BadRequest("Received HTTPS traffic on an HTTP port")
         while buffer.startswith(b"\r\n"):  # empty lines before a request line are ignored
             del buffer[:2]
-        end = buffer.find(b"\r\n\r\n")
+        end = buffer.find(b"\r\n\r\n", max(0, self._scanned - 3))
         if end < 0:
-            last_line = len(buffer) - (buffer.rfind(b"\n") + 1)
-            if last_line > MAX_LINE:
-                raise BadRequest(f"Got more than {MAX_LINE} bytes when reading.")
-            if len(buffer) > MAX_LINE * (MAX_HEADERS + 1):
-                raise BadRequest("Too many headers.")
-            if b"\n" in buffer and b"\r\n" not in buffer:
-                raise BadRequest("Expected CRLF after version.")
+            self._check_partial_head()
             return False
         head = bytes(buffer[:end])
         del buffer[: end + 4]
+        self._scanned = self._lines = 0
         request = _parse_head(head)
         self._request = request
         self._body = bytearray()
@@ -328,6 +328,24 @@ class RequestParser:
         ):
             events.append(ExpectsContinue())
         return True
+
+    def _check_partial_head(self) -> None:
+        """Refuse a head that can no longer become valid: a line over MAX_LINE (each line is
+        measured once, as it completes), too many lines, bare LF line ends."""
+        buffer = self._buffer
+        while True:
+            end = buffer.find(b"\n", self._scanned)
+            line_end = len(buffer) if end < 0 else end
+            if line_end - self._scanned > MAX_LINE:
+                raise BadRequest(f"Got more than {MAX_LINE} bytes when reading.")
+            if end < 0:
+                break
+            if end == 0 or buffer[end - 1] != 13:  # 13: CR
+                raise BadRequest("Expected CRLF after version.")
+            self._lines += 1
+            if self._lines > MAX_HEADERS + 1:
+                raise BadRequest("Too many headers.")
+            self._scanned = end + 1
 
     def _read_body(self) -> bool:
         """Move what the buffer holds of the body; True when it is complete."""
@@ -494,7 +512,7 @@ class HttpConnection(asyncio.Protocol):
         self._parser = RequestParser()
         self._transport: asyncio.Transport | None = None
         self._remote = ""
-        self._queue: deque[ParsedRequest | ExpectsContinue | BadRequest] = deque()
+        self._queue: deque[Event] = deque()
         self._worker: asyncio.Task[None] | None = None
         self._closing = False  # answer what is being answered, then close
         self._eof = False
@@ -513,11 +531,7 @@ class HttpConnection(asyncio.Protocol):
     def data_received(self, data: bytes) -> None:
         if self._closing:
             return
-        try:
-            self._queue.extend(self._parser.feed(data))
-        except BadRequest as err:
-            self._queue.append(err)
-            self._closing = True  # nothing after the bad bytes is read
+        self._queue.extend(self._parser.feed(data))  # after a BadRequest it takes nothing
         if self._queue:
             self._start_worker()
             if len(self._queue) >= PAUSE_AT and not self._reading_paused:
