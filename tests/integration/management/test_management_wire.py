@@ -2,9 +2,10 @@
 server of its own (recorded from it; Date and aiohttp's Server header aside): status lines and
 reason phrases, header order, Content-Length, WWW-Authenticate, Allow, HEAD, keep-alive and
 Connection: close, pipelining, HTTP/1.0, chunked bodies, `Expect: 100-continue`, `%2F` in a path
-segment, the UI's files, and a 400 that closes its connection only. One change on purpose:
-aiohttp dropped the answer to a good request when bad bytes followed it in the same read; it is
-answered, then the 400 comes. Raw sockets, so nothing in between adds or drops a byte."""
+segment, the UI's files, and a 400 that closes its connection only. Changes on purpose: aiohttp
+dropped the answer to a good request when bad bytes followed it in the same read (it is
+answered, then the 400 comes), and credentials that are not ASCII got a 500 (now a failed
+login). Raw sockets, so nothing in between adds or drops a byte."""
 
 from __future__ import annotations
 
@@ -86,6 +87,10 @@ def test_replies_and_their_headers(port):
         "Content-Length: 50\r\nDate: X\r\n\r\n"
         '{"error":"not_authorized","reason":"Login failed"}'
     )
+    not_ascii = request("GET /api/whoami HTTP/1.1", auth=False).replace(
+        b"\r\n\r\n", b"\r\nAuthorization: Basic \xe9\r\n\r\n"
+    )
+    assert exchange(port, not_ascii).endswith('{"error":"not_authorized","reason":"Login failed"}')
     assert exchange(port, request("GET /api/nothing HTTP/1.1")) == (
         f"HTTP/1.1 404 Not Found\r\n{JSON}Content-Length: 49\r\nDate: X\r\n\r\n{NOT_FOUND}"
     )
