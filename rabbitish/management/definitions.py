@@ -278,7 +278,7 @@ def load_file(node: Node, path: str) -> None:
 
 def add_routes(router: Router, node: Node, reply: Callable[[Any], Any], read_body: Any) -> None:
     """GET and POST /api/definitions[/{vhost}] on the management server's `router`."""
-    from rabbitish.management.http_server import Response
+    from rabbitish.management.http_server import Response  # the API's only: not load_file's
 
     async def get(request: Request) -> Response:
         vhost = request.match_info.get("vhost")

@@ -14,11 +14,12 @@ from typing import TYPE_CHECKING
 
 from rabbitish import __version__
 from rabbitish.management.format import NODE, RABBITMQ_VERSION
+from rabbitish.management.http_server import Response
 
 if TYPE_CHECKING:
     from rabbitish.engine.node import Node
     from rabbitish.engine.queue import Queue
-    from rabbitish.management.http_server import Request, Response
+    from rabbitish.management.http_server import Request
     from rabbitish.management.routing import Router
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
@@ -221,7 +222,6 @@ def _number(value: float) -> str:
 
 def add_routes(router: Router, node: Node) -> None:
     """`/metrics` and `/metrics/per-object` on a management router."""
-    from rabbitish.management.http_server import Response
 
     async def metrics(request: Request) -> Response:
         per_object = request.path.endswith("/per-object")

@@ -11,11 +11,12 @@ from typing import TYPE_CHECKING, Any
 from rabbitish.engine.policies import PolicyError, make_policy
 from rabbitish.management import errors
 from rabbitish.management.errors import ApiError, bad_request, not_found
+from rabbitish.management.http_server import Response
 
 if TYPE_CHECKING:
     from rabbitish.engine.auth import User
     from rabbitish.management.api import Api
-    from rabbitish.management.http_server import Request, Response
+    from rabbitish.management.http_server import Request
     from rabbitish.management.routing import Router
 
 RESOURCES = {"policies": False, "operator-policies": True}
@@ -67,7 +68,6 @@ def add_routes(
     read_body: Callable[[Request], Awaitable[dict[str, Any]]],
 ) -> None:
     """The routes of both resources; `reply` and `read_body` are the server's JSON helpers."""
-    from rabbitish.management.http_server import Response
 
     def handlers(operator: bool) -> tuple[Handler, Handler, Handler, Handler]:
         async def listing(request: Request) -> Response:
