@@ -1,6 +1,6 @@
 """Composition root: builds the engine, the store (recovering the data dir, unless it is
 :memory:), the AMQP 0-9-1 listener and the management HTTP API (when it has a port); the API's
-port accepts before the AMQP port does, AMQP is served first and the API (aiohttp) loads right
+port accepts before the AMQP port does, AMQP is served first and the API loads right
 after, and they stop in reverse. `Broker` is also the embedding API:
 `async with Broker(port=0) as b: b.url`."""
 
@@ -207,7 +207,7 @@ class Broker:
             return None
 
     async def _serve_management(self, ports: ManagementPorts) -> None:
-        """Load the API (aiohttp, in a worker thread while AMQP is already served) and serve
+        """Load the API (in a worker thread while AMQP is already served) and serve
         it on its open ports."""
         from rabbitish.management import start_management
 

@@ -1,6 +1,6 @@
 """RabbitMQ-compatible management HTTP API (the subset tools and test code use), served by
-aiohttp on the broker's event loop. `open_management` binds its ports at once (they accept
-before the AMQP port does, listener.py); `start_management` then imports aiohttp in a worker
+http_server on the broker's event loop. `open_management` binds its ports at once (they accept
+before the AMQP port does, listener.py); `start_management` then imports the API in a worker
 thread, so the AMQP listener, already serving, keeps answering while it loads, and serves the
 API on those ports."""
 

@@ -24,6 +24,8 @@ from rabbitish.management.parameters import OPERATOR_POLICY, unknown_component, 
 if TYPE_CHECKING:
     from rabbitish.engine.node import Node
     from rabbitish.engine.vhost import VirtualHost
+    from rabbitish.management.http_server import Request, Response
+    from rabbitish.management.routing import Router
 
 
 # ---------------------------------------------------------------------- export
@@ -274,25 +276,25 @@ def load_file(node: Node, path: str) -> None:
         raise DefinitionsError(f"definitions file {path}: {err.reason}") from None
 
 
-def add_routes(app: Any, node: Node, reply: Callable[[Any], Any], read_body: Any) -> None:
-    """GET and POST /api/definitions[/{vhost}] on the management server's aiohttp `app`."""
-    from aiohttp import web
+def add_routes(router: Router, node: Node, reply: Callable[[Any], Any], read_body: Any) -> None:
+    """GET and POST /api/definitions[/{vhost}] on the management server's `router`."""
+    from rabbitish.management.http_server import Response  # the API's only: not load_file's
 
-    async def get(request: web.Request) -> web.StreamResponse:
+    async def get(request: Request) -> Response:
         vhost = request.match_info.get("vhost")
         if vhost is not None and vhost not in node.vhosts:
             raise bad_request("vhost_not_found")
         return reply(export(node, vhost))
 
-    async def post(request: web.Request) -> web.StreamResponse:
+    async def post(request: Request) -> Response:
         raw = await request.read()
         try:
             body = json.loads(raw) if raw.strip() else {}
         except (ValueError, UnicodeDecodeError):
             raise bad_request("failed_to_parse_json") from None
-        apply(node, body, request.match_info.get("vhost"), request["user"].name)
-        return web.Response(status=204)
+        apply(node, body, request.match_info.get("vhost"), request.user.name)
+        return Response(status=204)
 
     for path in ("/api/definitions", "/api/definitions/{vhost}"):
-        app.router.add_get(path, get)
-        app.router.add_post(path, post)
+        router.add_get(path, get)
+        router.add_post(path, post)

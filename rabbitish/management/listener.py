@@ -1,9 +1,9 @@
-"""The management ports accept from the start, before aiohttp is loaded. aiohttp takes longer to
-import than the rest of the broker, so the broker opens these ports at once, serves AMQP, and
-only then loads the HTTP server: a connection accepted meanwhile waits, holding what it sent,
-and is handed to aiohttp's request handler once it is there (as `HeaderSniffer` hands a socket
-to a front end). A script that sees the AMQP port open may call the API at once: its request
-is answered, a moment later, instead of refused."""
+"""The management ports accept from the start, before the API is loaded. The broker opens these
+ports at once, serves AMQP, and only then loads the API and its HTTP server: a connection
+accepted meanwhile waits, holding what it sent, and is handed to the HTTP server's connection
+handler once it is there (as `HeaderSniffer` hands a socket to a front end). A script that sees
+the AMQP port open may call the API at once: its request is answered, a moment later, instead
+of refused."""
 
 from __future__ import annotations
 

@@ -14,12 +14,13 @@ from typing import TYPE_CHECKING
 
 from rabbitish import __version__
 from rabbitish.management.format import NODE, RABBITMQ_VERSION
+from rabbitish.management.http_server import Response
 
 if TYPE_CHECKING:
-    from aiohttp import web
-
     from rabbitish.engine.node import Node
     from rabbitish.engine.queue import Queue
+    from rabbitish.management.http_server import Request
+    from rabbitish.management.routing import Router
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 PATHS = ("/metrics", "/metrics/per-object")
@@ -219,16 +220,15 @@ def _number(value: float) -> str:
     return str(int(value)) if float(value).is_integer() else repr(float(value))
 
 
-def add_routes(app: web.Application, node: Node) -> None:
-    """`/metrics` and `/metrics/per-object` on an aiohttp application."""
-    from aiohttp import web
+def add_routes(router: Router, node: Node) -> None:
+    """`/metrics` and `/metrics/per-object` on a management router."""
 
-    async def metrics(request: web.Request) -> web.StreamResponse:
+    async def metrics(request: Request) -> Response:
         per_object = request.path.endswith("/per-object")
-        return web.Response(
+        return Response(
             body=render(collect(node, per_object)).encode(),
             headers={"Content-Type": CONTENT_TYPE, "Cache-Control": "no-cache"},
         )
 
     for path in PATHS:
-        app.router.add_get(path, metrics)
+        router.add_get(path, metrics)

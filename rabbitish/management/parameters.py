@@ -14,11 +14,11 @@ from rabbitish.management import listing
 from rabbitish.management.errors import bad_request, not_found
 
 if TYPE_CHECKING:
-    from aiohttp import web
-
     from rabbitish.engine.auth import User
     from rabbitish.engine.vhost import VirtualHost
     from rabbitish.management.api import Api
+    from rabbitish.management.http_server import Request, Response
+    from rabbitish.management.routing import Router
 
 OPERATOR_POLICY = "operator_policy"  # the component operator policies are kept under
 
@@ -52,45 +52,45 @@ def list_parameters(
 
 
 def add_routes(
-    app: web.Application,
+    router: Router,
     api: Api,
-    reply: Callable[[Any], web.Response],
-    read_body: Callable[[web.Request], Awaitable[dict[str, Any]]],
+    reply: Callable[[Any], Response],
+    read_body: Callable[[Request], Awaitable[dict[str, Any]]],
 ) -> None:
     """GET the lists and one parameter; PUT answers as RabbitMQ does for a component without
     its plugin (operator policies are set through /api/operator-policies); DELETE finds none."""
     base = "/api/parameters"
 
-    async def lists(request: web.Request) -> web.StreamResponse:
+    async def lists(request: Request) -> Response:
         info = request.match_info
-        found = list_parameters(api, request["user"], info.get("component"), info.get("vhost"))
+        found = list_parameters(api, request.user, info.get("component"), info.get("vhost"))
         return reply(listing.apply(found, request.query))
 
-    async def read(request: web.Request) -> web.StreamResponse:
+    async def read(request: Request) -> Response:
         info = request.match_info
-        for parameter in list_parameters(api, request["user"], info["component"], info["vhost"]):
+        for parameter in list_parameters(api, request.user, info["component"], info["vhost"]):
             if parameter["name"] == info["name"]:
                 return reply(parameter)
         raise not_found()
 
-    async def put(request: web.Request) -> web.StreamResponse:
+    async def put(request: Request) -> Response:
         info = request.match_info
-        api.vhost(request["user"], info["vhost"])
+        api.vhost(request.user, info["vhost"])
         await read_body(request)
         raise bad_request(unknown_component(info["component"]))
 
-    async def delete(request: web.Request) -> web.StreamResponse:
+    async def delete(request: Request) -> Response:
         raise not_found()
 
-    async def no_limits(request: web.Request) -> web.StreamResponse:
-        api.vhosts(request["user"], request.match_info.get("vhost"))
+    async def no_limits(request: Request) -> Response:
+        api.vhosts(request.user, request.match_info.get("vhost"))
         return reply([])
 
-    app.router.add_get("/api/vhost-limits", no_limits)  # rabbitish has no vhost limits
-    app.router.add_get("/api/vhost-limits/{vhost}", no_limits)
-    app.router.add_get(base, lists)
-    app.router.add_get(base + "/{component}", lists)
-    app.router.add_get(base + "/{component}/{vhost}", lists)
-    app.router.add_get(base + "/{component}/{vhost}/{name}", read)
-    app.router.add_put(base + "/{component}/{vhost}/{name}", put)
-    app.router.add_delete(base + "/{component}/{vhost}/{name}", delete)
+    router.add_get("/api/vhost-limits", no_limits)  # rabbitish has no vhost limits
+    router.add_get("/api/vhost-limits/{vhost}", no_limits)
+    router.add_get(base, lists)
+    router.add_get(base + "/{component}", lists)
+    router.add_get(base + "/{component}/{vhost}", lists)
+    router.add_get(base + "/{component}/{vhost}/{name}", read)
+    router.add_put(base + "/{component}/{vhost}/{name}", put)
+    router.add_delete(base + "/{component}/{vhost}/{name}", delete)

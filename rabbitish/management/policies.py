@@ -11,12 +11,13 @@ from typing import TYPE_CHECKING, Any
 from rabbitish.engine.policies import PolicyError, make_policy
 from rabbitish.management import errors
 from rabbitish.management.errors import ApiError, bad_request, not_found
+from rabbitish.management.http_server import Response
 
 if TYPE_CHECKING:
-    from aiohttp import web
-
     from rabbitish.engine.auth import User
     from rabbitish.management.api import Api
+    from rabbitish.management.http_server import Request
+    from rabbitish.management.routing import Router
 
 RESOURCES = {"policies": False, "operator-policies": True}
 
@@ -57,45 +58,44 @@ def delete_policy(api: Api, user: User, operator: bool, vhost: str, name: str) -
         raise not_found()
 
 
-Handler = Callable[["web.Request"], Awaitable["web.StreamResponse"]]
+Handler = Callable[["Request"], Awaitable["Response"]]
 
 
 def add_routes(
-    app: web.Application,
+    router: Router,
     api: Api,
-    reply: Callable[[Any], web.Response],
-    read_body: Callable[[web.Request], Awaitable[dict[str, Any]]],
+    reply: Callable[[Any], Response],
+    read_body: Callable[[Request], Awaitable[dict[str, Any]]],
 ) -> None:
     """The routes of both resources; `reply` and `read_body` are the server's JSON helpers."""
-    from aiohttp import web
 
     def handlers(operator: bool) -> tuple[Handler, Handler, Handler, Handler]:
-        async def listing(request: web.Request) -> web.StreamResponse:
+        async def listing(request: Request) -> Response:
             vhost = request.match_info.get("vhost")
-            return reply(list_policies(api, request["user"], operator, vhost))
+            return reply(list_policies(api, request.user, operator, vhost))
 
-        async def read(request: web.Request) -> web.StreamResponse:
+        async def read(request: Request) -> Response:
             info = request.match_info
-            return reply(get_policy(api, request["user"], operator, info["vhost"], info["name"]))
+            return reply(get_policy(api, request.user, operator, info["vhost"], info["name"]))
 
-        async def put(request: web.Request) -> web.StreamResponse:
+        async def put(request: Request) -> Response:
             info = request.match_info
             body = await read_body(request)
-            status = put_policy(api, request["user"], operator, info["vhost"], info["name"], body)
-            return web.Response(status=status)
+            status = put_policy(api, request.user, operator, info["vhost"], info["name"], body)
+            return Response(status=status)
 
-        async def delete(request: web.Request) -> web.StreamResponse:
+        async def delete(request: Request) -> Response:
             info = request.match_info
-            delete_policy(api, request["user"], operator, info["vhost"], info["name"])
-            return web.Response(status=204)
+            delete_policy(api, request.user, operator, info["vhost"], info["name"])
+            return Response(status=204)
 
         return listing, read, put, delete
 
     for resource, operator in RESOURCES.items():
         listing, read, put, delete = handlers(operator)
         base = f"/api/{resource}"
-        app.router.add_get(base, listing)
-        app.router.add_get(base + "/{vhost}", listing)
-        app.router.add_get(base + "/{vhost}/{name}", read)
-        app.router.add_put(base + "/{vhost}/{name}", put)
-        app.router.add_delete(base + "/{vhost}/{name}", delete)
+        router.add_get(base, listing)
+        router.add_get(base + "/{vhost}", listing)
+        router.add_get(base + "/{vhost}/{name}", read)
+        router.add_put(base + "/{vhost}/{name}", put)
+        router.add_delete(base + "/{vhost}/{name}", delete)

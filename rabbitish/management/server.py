@@ -1,18 +1,15 @@
-"""The HTTP side of the management API (aiohttp): routes, Basic auth against the broker's users,
-JSON bodies and RabbitMQ's status codes and error bodies. Imported only when the API is enabled,
-so a broker without it never loads aiohttp."""
+"""The HTTP side of the management API: routes, Basic auth against the broker's users, JSON
+bodies and RabbitMQ's status codes and error bodies, served by http_server on the listener's
+port. Imported only when the API is enabled, after AMQP is served."""
 
 from __future__ import annotations
 
 import base64
-import binascii
 import json
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
-
-from aiohttp import web
 
 from rabbitish.engine.auth import Peer, may_log_in_from
 from rabbitish.management import definitions, listing, metrics, parameters, policies, ui
@@ -20,7 +17,9 @@ from rabbitish.management.access import AccessApi, admin_only
 from rabbitish.management.api import Api
 from rabbitish.management.errors import NOT_FOUND_BODY, ApiError, bad_request
 from rabbitish.management.format import NODE
+from rabbitish.management.http_server import HttpServer, Request, Response
 from rabbitish.management.listener import EarlyListener
+from rabbitish.management.routing import Handler, MethodNotAllowed, RouteNotFound, Router
 
 if TYPE_CHECKING:
     from rabbitish.engine.sessions import FrontEndConnection
@@ -30,11 +29,10 @@ log = logging.getLogger("rabbitish.management")
 REALM = 'Basic realm="RabbitMQ Management"'
 # RabbitMQ's default order of /api/bindings (rabbit_mgmt_wm_bindings), applied after columns.
 BINDINGS_SORT = ("vhost", "source", "destination", "routing_key", "properties_key")
-Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 
-def _json(data: Any, status: int = 200) -> web.Response:
-    return web.Response(
+def _json(data: Any, status: int = 200) -> Response:
+    return Response(
         status=status,
         body=json.dumps(data, separators=(",", ":")).encode(),
         content_type="application/json",
@@ -42,18 +40,18 @@ def _json(data: Any, status: int = 200) -> web.Response:
     )
 
 
-def _error(err: ApiError) -> web.Response:
+def _error(err: ApiError) -> Response:
     headers = (
         {"WWW-Authenticate": REALM} if err.status == 401 and err.error == "not_authorized" else {}
     )
     if err.body is None:
-        return web.Response(status=err.status, headers=headers)
+        return Response(status=err.status, headers=headers)
     response = _json(err.body, err.status)
     response.headers.update(headers)
     return response
 
 
-async def _body(request: web.Request) -> dict[str, Any]:
+async def _body(request: Request) -> dict[str, Any]:
     raw = await request.read()
     if not raw.strip():
         return {}
@@ -73,90 +71,105 @@ class ManagementServer:
         self.api = api
         self.port: int | None = None
         self.prometheus_port: int | None = None
-        self._runner: web.AppRunner | None = None
-        self._prometheus: web.AppRunner | None = None
+        self._router = Router()
+        self._servers: list[HttpServer] = []
         self._listeners: list[EarlyListener] = []
 
     async def start(self, listener: EarlyListener) -> int:
         """Serve the API on `listener`'s port (open already, over TLS when it was opened
         with a context)."""
-        app = web.Application(middlewares=[self._errors, self._auth])
-        self._routes(app)
-        _accept_trailing_slash(app)
-        self._runner = await _serve(app, listener)
-        self._listeners.append(listener)
+        self._routes(self._router)
+        self._serve(HttpServer(self._dispatch), listener)
         self.port = self.api.http_port = listener.port
         return self.port
 
     async def start_prometheus(self, listener: EarlyListener) -> int:
         """`/metrics` alone on a port of its own, as RabbitMQ's prometheus plugin serves it
-        (15692 by default)."""
-        app = web.Application()
-        metrics.add_routes(app, self.api.node)
-        self._prometheus = await _serve(app, listener)
-        self._listeners.append(listener)
+        (15692 by default): no login, plain-text 404 and 405."""
+        router = Router()
+        metrics.add_routes(router, self.api.node)
+
+        async def dispatch(request: Request) -> Response:
+            try:
+                return await router.resolve(request)(request)
+            except RouteNotFound:
+                return Response.text(404, "404: Not Found")
+            except MethodNotAllowed as err:
+                response = Response.text(405, "405: Method Not Allowed")
+                response.headers["Allow"] = ",".join(sorted(err.allowed))
+                return response
+
+        self._serve(HttpServer(dispatch), listener)
         self.prometheus_port = listener.port
         return self.prometheus_port
+
+    def _serve(self, server: HttpServer, listener: EarlyListener) -> None:
+        """Serve on `listener`'s port: its waiting connections and every later one."""
+        listener.serve(server.factory)
+        self._servers.append(server)
+        self._listeners.append(listener)
 
     async def stop(self) -> None:
         for listener in self._listeners:
             listener.stop_accepting()
-        for runner in (self._runner, self._prometheus):
-            if runner is not None:
-                await runner.cleanup()
+        for server in self._servers:
+            await server.close()
         for listener in self._listeners:
             await listener.close()
-        self._runner = self._prometheus = None
+        self._servers = []
         self._listeners = []
 
-    # ------------------------------------------------------------------ middlewares
-    @web.middleware
-    async def _errors(self, request: web.Request, handler: Handler) -> web.StreamResponse:
+    # ------------------------------------------------------------------ dispatch
+    async def _dispatch(self, request: Request) -> Response:
+        """Log in (under /api/), route, and turn errors into RabbitMQ's replies."""
         try:
-            return await handler(request)
+            if request.path.startswith("/api/"):  # metrics and the web UI's files: no login
+                refused = self._authenticate(request)
+                if refused is not None:
+                    return refused
+            return await self._router.resolve(request)(request)
         except ApiError as err:
             return _error(err)
-        except web.HTTPNotFound:
+        except RouteNotFound:
             return _json(NOT_FOUND_BODY, 404)
-        except web.HTTPMethodNotAllowed as err:
-            allowed = ", ".join(sorted({*err.allowed_methods, "HEAD", "OPTIONS"}))
-            return web.Response(status=405, headers={"Allow": allowed})
+        except MethodNotAllowed as err:
+            allowed = ", ".join(sorted({*err.allowed, "HEAD", "OPTIONS"}))
+            return Response(status=405, headers={"Allow": allowed})
 
-    @web.middleware
-    async def _auth(self, request: web.Request, handler: Handler) -> web.StreamResponse:
-        if not request.path.startswith("/api/"):
-            return await handler(request)  # metrics and the web UI's files: no login
-        header = request.headers.get("Authorization", "")
+    def _authenticate(self, request: Request) -> Response | None:
+        """Basic auth against the broker's users: sets `request.authenticated`, or returns the
+        401 for a request without credentials (raises ApiError for wrong ones)."""
+        header = request.headers.get("Authorization") or ""
         if not header.lower().startswith("basic "):
-            return web.Response(status=401, headers={"WWW-Authenticate": REALM})
+            return Response(status=401, headers={"WWW-Authenticate": REALM})
         try:
             name, _, password = base64.b64decode(header[6:].strip()).decode().partition(":")
-        except (binascii.Error, UnicodeDecodeError):
+        except ValueError:  # not base64 (binascii.Error), not ASCII, not UTF-8: no login
             name, password = "", ""
         user = self.api.node.users.authenticate(name, password)
         if user is None:
             raise ApiError(401, "not_authorized", "Login failed")
-        peer = Peer(str(request.remote or ""))
+        peer = Peer(request.remote)
         if not may_log_in_from(user.name, peer, self.api.config.loopback_users):
             log.warning("HTTP access denied: user '%s' - User can only log in via localhost", name)
             raise ApiError(401, "not_authorised", "User can only log in via localhost")
         if not user.may_use_management:
             raise ApiError(401, "not_authorised", "Not management user")
-        request["user"] = user
-        return await handler(request)
+        request.authenticated = user
+        return None
 
     # ------------------------------------------------------------------ routes
-    def _routes(self, app: web.Application) -> None:
+    def _routes(self, router: Router) -> None:
         a = self.api
         q, e = "/api/queues/{vhost}/{name}", "/api/exchanges/{vhost}/{name}"
         b = "/api/bindings/{vhost}/e/{source}/{kind:[qe]}/{destination}"
-        get = app.router.add_get
+        get = router.add_get
         get("/api/overview", self._read(lambda r, u: a.overview(u)))
         get("/api/whoami", self._read(lambda r, u: a.whoami(u)))
         get("/api/nodes", self._list(lambda r, u: a.list_nodes(u)))
         get("/api/vhosts", self._list(lambda r, u: a.list_vhosts(u)))
         get("/api/vhosts/{vhost}", self._read(lambda r, u: a.list_vhosts(u, r["vhost"])))
-        self._access_routes(app)
+        self._access_routes(router)
         get(
             "/api/vhosts/{vhost}/connections",
             self._list(lambda r, u: a.list_connections(u, r["vhost"])),
@@ -165,17 +178,17 @@ class ManagementServer:
         get("/api/queues", self._list(lambda r, u: a.list_queues(u)))
         get("/api/queues/{vhost}", self._list(lambda r, u: a.list_queues(u, r["vhost"])))
         get(q, self._read(lambda r, u: a.get_queue(u, r["vhost"], r["name"])))
-        app.router.add_put(q, self._put(a.put_queue))
-        app.router.add_delete(q, self._delete_queue)
-        app.router.add_delete(q + "/contents", self._purge)
-        app.router.add_post(q + "/get", self._get_messages)
+        router.add_put(q, self._put(a.put_queue))
+        router.add_delete(q, self._delete_queue)
+        router.add_delete(q + "/contents", self._purge)
+        router.add_post(q + "/get", self._get_messages)
         get(q + "/bindings", self._list(lambda r, u: a.queue_bindings(u, r["vhost"], r["name"])))
         get("/api/exchanges", self._list(lambda r, u: a.list_exchanges(u)))
         get("/api/exchanges/{vhost}", self._list(lambda r, u: a.list_exchanges(u, r["vhost"])))
         get(e, self._read(lambda r, u: a.get_exchange(u, r["vhost"], r["name"])))
-        app.router.add_put(e, self._put(a.put_exchange))
-        app.router.add_delete(e, self._delete_exchange)
-        app.router.add_post(e + "/publish", self._publish)
+        router.add_put(e, self._put(a.put_exchange))
+        router.add_delete(e, self._delete_exchange)
+        router.add_post(e + "/publish", self._publish)
         get(
             e + "/bindings/{side:source|destination}",
             self._list(lambda r, u: a.exchange_bindings(u, r["vhost"], r["name"], r["side"])),
@@ -186,12 +199,12 @@ class ManagementServer:
             self._list(lambda r, u: a.list_bindings(u, r["vhost"]), BINDINGS_SORT),
         )
         get(b, self._list(lambda r, u: a.bindings_between(u, *_binding_path(r))))
-        app.router.add_post(b, self._bind)
+        router.add_post(b, self._bind)
         get(b + "/{props}", self._read(lambda r, u: a.binding(u, *_binding_path(r), r["props"])))
-        app.router.add_delete(b + "/{props}", self._unbind)
+        router.add_delete(b + "/{props}", self._unbind)
         get("/api/connections", self._list(lambda r, u: a.list_connections(u)))
         get("/api/connections/{name}", self._read(lambda r, u: a.get_connection(u, r["name"])))
-        app.router.add_delete("/api/connections/{name}", self._close_connection)
+        router.add_delete("/api/connections/{name}", self._close_connection)
         get(
             "/api/connections/{name}/channels",
             self._list(lambda r, u: a.list_channels(u, connection=r["name"])),
@@ -214,20 +227,20 @@ class ManagementServer:
             "/api/half-transactions/{vhost}",
             self._list(lambda r, u: a.list_half_transactions(u, r["vhost"])),
         )
-        app.router.add_post(
+        router.add_post(
             "/api/half-transactions/{vhost}/{id}/{decision:commit|rollback}", self._decide_half
         )
         get("/api/links", self._list(lambda r, u: a.list_links(u)))
         get("/api/links/{vhost}", self._list(lambda r, u: a.list_links(u, r["vhost"])))
         get("/api/health/checks/alarms", self._alarm_check("in effect in the cluster"))
         get("/api/health/checks/local-alarms", self._alarm_check("in effect on the node"))
-        policies.add_routes(app, a, _json, _body)
-        parameters.add_routes(app, a, _json, _body)
-        definitions.add_routes(app, a.node, _json, _body)
-        metrics.add_routes(app, a.node)
-        ui.add_routes(app)
+        policies.add_routes(router, a, _json, _body)
+        parameters.add_routes(router, a, _json, _body)
+        definitions.add_routes(router, a.node, _json, _body)
+        metrics.add_routes(router, a.node)
+        ui.add_routes(router)
 
-    def _access_routes(self, app: web.Application) -> None:
+    def _access_routes(self, router: Router) -> None:
         """Users, permissions, vhost changes: administrators only."""
         access = AccessApi(self.api.node)
         u, p = "/api/users/{user}", "/api/permissions/{vhost}/{user}"
@@ -257,21 +270,21 @@ class ManagementServer:
             ),
         ]
         for method, path, fn, status in routes:
-            app.router.add_route(method, path, self._admin(fn, status))
-        app.router.add_put("/api/vhosts/{vhost}", self._put_vhost(access))
+            router.add_route(method, path, self._admin(fn, status))
+        router.add_put("/api/vhosts/{vhost}", self._put_vhost(access))
 
     @staticmethod
     def _admin(fn: Callable[[Any, dict[str, Any]], Any], status: int) -> Handler:
         """An administrators-only handler; status 0: `fn` returns the status (201 / 204)."""
 
-        async def handler(request: web.Request) -> web.StreamResponse:
-            admin_only(request["user"])
+        async def handler(request: Request) -> Response:
+            admin_only(request.user)
             body = await _body(request) if request.method == "PUT" else {}
             result = fn(request.match_info, body)
             if status == 0:
-                return web.Response(status=result)
+                return Response(status=result)
             if status == 204:
-                return web.Response(status=204)
+                return Response(status=204)
             if isinstance(result, list):
                 result = listing.apply(result, request.query)
             return _json(result)
@@ -282,13 +295,11 @@ class ManagementServer:
     def _put_vhost(access: AccessApi) -> Handler:
         """Create or update a vhost; the user who creates it gets full permissions on it."""
 
-        async def handler(request: web.Request) -> web.StreamResponse:
-            user = request["user"]
+        async def handler(request: Request) -> Response:
+            user = request.user
             admin_only(user)
             body = await _body(request)
-            return web.Response(
-                status=access.put_vhost(request.match_info["vhost"], body, user.name)
-            )
+            return Response(status=access.put_vhost(request.match_info["vhost"], body, user.name))
 
         return handler
 
@@ -327,7 +338,7 @@ class ManagementServer:
         with its reason beside it."""
         alarms = self.api.node.alarms
 
-        async def handler(request: web.Request) -> web.StreamResponse:
+        async def handler(request: Request) -> Response:
             if not alarms.active:
                 return _json({"status": "ok"})
             body = {
@@ -345,8 +356,8 @@ class ManagementServer:
 
     @staticmethod
     def _read(fn: Callable[[Any, Any], Any]) -> Handler:
-        async def handler(request: web.Request) -> web.StreamResponse:
-            return _json(fn(request.match_info, request["user"]))
+        async def handler(request: Request) -> Response:
+            return _json(fn(request.match_info, request.user))
 
         return handler
 
@@ -354,88 +365,69 @@ class ManagementServer:
     def _list(
         fn: Callable[[Any, Any], list[dict[str, Any]]], default_sort: tuple[str, ...] = ()
     ) -> Handler:
-        async def handler(request: web.Request) -> web.StreamResponse:
-            items = fn(request.match_info, request["user"])
+        async def handler(request: Request) -> Response:
+            items = fn(request.match_info, request.user)
             return _json(listing.apply(items, request.query, default_sort))
 
         return handler
 
     @staticmethod
     def _put(fn: Callable[..., int]) -> Handler:
-        async def handler(request: web.Request) -> web.StreamResponse:
+        async def handler(request: Request) -> Response:
             body = await _body(request)
             info = request.match_info
-            status = fn(request["user"], info["vhost"], info["name"], body)
-            return web.Response(status=status)
+            status = fn(request.user, info["vhost"], info["name"], body)
+            return Response(status=status)
 
         return handler
 
     # ------------------------------------------------------------------ handlers
-    async def _delete_queue(self, request: web.Request) -> web.StreamResponse:
+    async def _delete_queue(self, request: Request) -> Response:
         info = request.match_info
-        self.api.delete_queue(request["user"], info["vhost"], info["name"], request.query)
-        return web.Response(status=204)
+        self.api.delete_queue(request.user, info["vhost"], info["name"], request.query)
+        return Response(status=204)
 
-    async def _purge(self, request: web.Request) -> web.StreamResponse:
+    async def _purge(self, request: Request) -> Response:
         info = request.match_info
-        self.api.purge(request["user"], info["vhost"], info["name"])
-        return web.Response(status=204)
+        self.api.purge(request.user, info["vhost"], info["name"])
+        return Response(status=204)
 
-    async def _get_messages(self, request: web.Request) -> web.StreamResponse:
-        info = request.match_info
-        body = await _body(request)
-        return _json(self.api.get(request["user"], info["vhost"], info["name"], body))
-
-    async def _delete_exchange(self, request: web.Request) -> web.StreamResponse:
-        info = request.match_info
-        self.api.delete_exchange(request["user"], info["vhost"], info["name"], request.query)
-        return web.Response(status=204)
-
-    async def _publish(self, request: web.Request) -> web.StreamResponse:
+    async def _get_messages(self, request: Request) -> Response:
         info = request.match_info
         body = await _body(request)
-        return _json(self.api.publish(request["user"], info["vhost"], info["name"], body))
+        return _json(self.api.get(request.user, info["vhost"], info["name"], body))
 
-    async def _bind(self, request: web.Request) -> web.StreamResponse:
+    async def _delete_exchange(self, request: Request) -> Response:
+        info = request.match_info
+        self.api.delete_exchange(request.user, info["vhost"], info["name"], request.query)
+        return Response(status=204)
+
+    async def _publish(self, request: Request) -> Response:
+        info = request.match_info
+        body = await _body(request)
+        return _json(self.api.publish(request.user, info["vhost"], info["name"], body))
+
+    async def _bind(self, request: Request) -> Response:
         body = await _body(request)
         vhost, source, kind, destination = _binding_path(request.match_info)
-        props = self.api.add_binding(request["user"], vhost, source, kind, destination, body)
+        props = self.api.add_binding(request.user, vhost, source, kind, destination, body)
         location = f"{quote(destination, safe='')}/{quote(props, safe='~')}"
-        return web.Response(status=201, headers={"Location": location})
+        return Response(status=201, headers={"Location": location})
 
-    async def _unbind(self, request: web.Request) -> web.StreamResponse:
+    async def _unbind(self, request: Request) -> Response:
         info = request.match_info
-        self.api.delete_binding(request["user"], *_binding_path(info), info["props"])
-        return web.Response(status=204)
+        self.api.delete_binding(request.user, *_binding_path(info), info["props"])
+        return Response(status=204)
 
-    async def _decide_half(self, request: web.Request) -> web.StreamResponse:
+    async def _decide_half(self, request: Request) -> Response:
         info = request.match_info
         commit = info["decision"] == "commit"
-        return _json(await self.api.decide_half(request["user"], info["vhost"], info["id"], commit))
+        return _json(await self.api.decide_half(request.user, info["vhost"], info["id"], commit))
 
-    async def _close_connection(self, request: web.Request) -> web.StreamResponse:
+    async def _close_connection(self, request: Request) -> Response:
         reason = request.headers.get("X-Reason")
-        self.api.close_connection(request["user"], request.match_info["name"], reason)
-        return web.Response(status=204)
-
-
-def _accept_trailing_slash(app: web.Application) -> None:
-    """RabbitMQ's API answers `/api/vhosts/v/` as `/api/vhosts/v` (its router ignores one
-    trailing slash; clients such as RabbitMQ's 4.x AMQP client's tests delete vhosts so): each
-    API route also answers with one."""
-    for route in list(app.router.routes()):
-        path = route.resource.canonical if route.resource is not None else ""
-        if path.startswith("/api/") and not path.endswith("/"):
-            app.router.add_route(route.method, path + "/", route.handler)
-
-
-async def _serve(app: web.Application, listener: EarlyListener) -> web.AppRunner:
-    """Serve `app` on `listener`'s port: its waiting connections and every later one."""
-    runner = web.AppRunner(app, access_log=None, handle_signals=False)
-    await runner.setup()
-    assert runner.server is not None  # made by setup()
-    listener.serve(runner.server)
-    return runner
+        self.api.close_connection(request.user, request.match_info["name"], reason)
+        return Response(status=204)
 
 
 def _binding_path(info: Any) -> tuple[str, str, str, str]:

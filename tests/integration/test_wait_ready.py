@@ -31,7 +31,7 @@ def test_management_accepts_before_amqp(tmp_path):
         try:
             wait_until(lambda: _accepts(amqp.port), timeout=30, interval=0.001)
             assert _accepts(http.port)  # at the first moment AMQP accepts, the API already does
-            # and a request sent then is answered (aiohttp loads after AMQP is served: the
+            # and a request sent then is answered (the API loads after AMQP is served: the
             # connection waits for it instead of being refused)
             overview = urllib.request.Request(
                 f"http://127.0.0.1:{http.port}/api/overview",

@@ -1,8 +1,8 @@
 """What a broker loads to accept its first 0-9-1 connection, and what it leaves for first use:
-the management server (aiohttp), the AMQP 1.0 bridge and its codec, the Spark connector, the
-full command line and (on :memory:) the store's journal are imported only when something needs
-them (start-up time:
-benchmarks/startup.py, docs/performance.md)."""
+the management server, the AMQP 1.0 bridge and its codec, the Spark connector, the full command
+line and (on :memory:) the store's journal are imported only when something needs them, and
+serving the management API loads no aiohttp (start-up time: benchmarks/startup.py,
+docs/performance.md)."""
 
 from __future__ import annotations
 
@@ -69,3 +69,37 @@ def test_the_first_connection_loads_no_management_bridge_spark_or_cli():
     # the first 1.0 header loads the bridge, and only that
     assert _loaded(modules["after_10"], "rabbitish.bridge")
     assert not _loaded(modules["after_10"], "aiohttp")
+
+
+SERVING_THE_API = """
+import asyncio, base64, json, sys, urllib.request
+from rabbitish.app import Broker
+
+async def main():
+    async with Broker(port=0, data_dir=":memory:") as broker:
+        port = await broker.start_management(0)
+        request = urllib.request.Request(
+            f"http://127.0.0.1:{port}/api/overview",
+            headers={"Authorization": "Basic " + base64.b64encode(b"guest:guest").decode()},
+        )
+        loop = asyncio.get_running_loop()
+        status = await loop.run_in_executor(None, lambda: urllib.request.urlopen(request).status)
+    print(json.dumps({"status": status, "modules": sorted(sys.modules)}))
+
+asyncio.run(main())
+"""
+
+
+def test_serving_the_management_api_loads_no_aiohttp():
+    done = subprocess.run(
+        [sys.executable, "-c", SERVING_THE_API],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=ROOT,
+    )
+    assert done.returncode == 0, done.stderr
+    found = json.loads(done.stdout)
+    assert found["status"] == 200
+    assert _loaded(found["modules"], "rabbitish.management.server")
+    assert not _loaded(found["modules"], "aiohttp")

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from importlib import resources
 
-from aiohttp import web
+from rabbitish.management.http_server import Request, Response
+from rabbitish.management.routing import RouteNotFound, Router
 
 CONTENT_TYPES = {
     ".html": "text/html",
@@ -27,30 +28,30 @@ def _files() -> dict[str, tuple[bytes, str]]:
     return found
 
 
-def add_routes(app: web.Application) -> None:
+def add_routes(router: Router) -> None:
     """`/` (the page) and `/ui/{file}` (its scripts and style sheet)."""
     files = _files()
 
-    def respond(name: str) -> web.Response:
+    def respond(name: str) -> Response:
         found = files.get(name)
         if found is None or name.endswith(".py"):
-            raise web.HTTPNotFound()
+            raise RouteNotFound(name)
         body, content_type = found
-        return web.Response(
+        return Response(
             body=body,
             content_type=content_type,
             charset="utf-8",
             headers={"Cache-Control": "no-cache", "X-Content-Type-Options": "nosniff"},
         )
 
-    async def index(request: web.Request) -> web.StreamResponse:
+    async def index(request: Request) -> Response:
         return respond(INDEX)
 
-    async def asset(request: web.Request) -> web.StreamResponse:
+    async def asset(request: Request) -> Response:
         name = request.match_info["name"]
         if name == INDEX:
-            raise web.HTTPNotFound()
+            raise RouteNotFound(name)
         return respond(name)
 
-    app.router.add_get("/", index)
-    app.router.add_get("/ui/{name}", asset)
+    router.add_get("/", index)
+    router.add_get("/ui/{name}", asset)

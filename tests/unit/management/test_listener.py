@@ -1,4 +1,4 @@
-"""The management port accepts before aiohttp is loaded: what a connection sends meanwhile
+"""The management port accepts before the API is loaded: what a connection sends meanwhile
 reaches the handler it is handed to, and later connections go straight to the handler."""
 
 from __future__ import annotations
