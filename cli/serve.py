@@ -17,9 +17,9 @@ from rabbitish.cli.serve_options import SERVE_OPTIONS, config_from
 
 from rabbitish.config import Config
 from rabbitish.server.busy_wait import BusyWaitSelector, CpuContention
+from rabbitish.sysinfo import keep_large_blocks_in_heap
 
 GC_THRESHOLD = 10_000  # net new objects between young collections (CPython: 700)
-READ_BUFFER_HINT = 1024 * 1024  # a block larger than asyncio's 256 KiB read (see settle_memory)
 
 log = logging.getLogger("rabbitish")
 
@@ -97,10 +97,9 @@ def settle_memory() -> None:
     gc.set_threshold(GC_THRESHOLD, *gc.get_threshold()[1:])
     gc.enable()
     # asyncio reads a socket into a new 256 KiB bytes, over glibc malloc's initial 128 KiB mmap
-    # threshold: each read was an mmap, an mremap and a munmap. Freeing one larger mmapped
-    # block raises glibc's threshold past it, so reads come from the heap from then on.
-    block = bytearray(READ_BUFFER_HINT)
-    del block
+    # threshold (each read an mmap, an mremap and a munmap), and large message bodies are copied
+    # into fresh blocks several times: all of them come from the heap from now on.
+    keep_large_blocks_in_heap()
 
 
 def run(config: Config) -> int:
