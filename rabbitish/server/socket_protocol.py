@@ -18,7 +18,8 @@ import asyncio
 import logging
 import ssl
 import time
-from collections.abc import Callable
+from collections import deque
+from collections.abc import Callable, Iterator
 from typing import Any, Protocol
 
 from rabbitish.config import Config
@@ -26,9 +27,12 @@ from rabbitish.engine.auth import Peer
 from rabbitish.engine.node import Node
 from rabbitish.engine.sessions import SocketStats
 from rabbitish.frontend.heartbeats import IdleCheck, SendCheck
+from rabbitish.frontend.output import Chunk
 from rabbitish.tls import COMMON_NAME, certificate_user
 
 FLUSH_ON_CLOSE = 30.0  # seconds a closing socket's output may take (RabbitMQ's ?CLOSING_TIMEOUT)
+LARGE_OUTPUT = 256 * 1024  # bytes in one flush from which its pieces are not joined first
+LARGE_PIECE = 16 * 1024  # a piece of such a flush written as it is (a body or a view of one)
 
 
 def peer_info(transport: asyncio.BaseTransport, login_from: str = COMMON_NAME) -> Peer:
@@ -67,6 +71,22 @@ def socket_address(address: object) -> tuple[str, int]:
     return "", 0
 
 
+def unjoined(parts: list[Chunk]) -> Iterator[Chunk]:
+    """Large output in the pieces it is best written in: large ones (bodies, or views of a body
+    split into frames) as they are, the small ones between them joined."""
+    small: list[Chunk] = []
+    for part in parts:
+        if len(part) < LARGE_PIECE:
+            small.append(part)
+            continue
+        if small:
+            yield b"".join(small)
+            small.clear()
+        yield part
+    if small:
+        yield b"".join(small)
+
+
 class SocketWrites:
     """Socket writes by every connection of this process: the busy-waiting selector
     (server/busy_wait.py) polls only after a loop turn that wrote one."""
@@ -96,6 +116,8 @@ class SocketProtocol(asyncio.Protocol):
         self._send_every = 0.0
         self._idle_check: IdleCheck | None = None
         self._check_every = 0.0
+        # Output of large flushes not yet handed to the transport because it asked us to pause.
+        self._backlog: deque[Chunk] = deque()
 
     def _adopt(
         self,
@@ -150,6 +172,7 @@ class SocketProtocol(asyncio.Protocol):
         for timer in self._timers.values():
             timer.cancel()
         self._timers.clear()
+        self._backlog.clear()
         if self.conn is not None:
             self.conn.lost()
 
@@ -158,9 +181,14 @@ class SocketProtocol(asyncio.Protocol):
             self.conn.paused = True
 
     def resume_writing(self) -> None:
-        if self.conn is not None:
-            self.conn.paused = False
-            self.conn.output_drained()
+        conn = self.conn
+        if conn is not None:
+            conn.paused = False
+            if self._backlog and self.transport is not None:
+                self._write_backlog(conn, self.transport)
+                if conn.paused:
+                    return
+            conn.output_drained()
             self._flush()
 
     # ------------------------------------------------------------------ alarms
@@ -217,19 +245,39 @@ class SocketProtocol(asyncio.Protocol):
         raise NotImplementedError
 
     def _write_output(self, conn: Any, transport: asyncio.Transport) -> None:
-        """Write what the connection produced since the last flush, in one transport call."""
+        """Write what the connection produced since the last flush, in one transport call.
+
+        A large flush (message bodies) is not joined: its pieces go to the transport one by one
+        until it asks us to pause, and the rest waits, uncopied, until it resumes. asyncio's
+        `writelines` joins its pieces into one bytes object (Python 3.11) and `write` copies what
+        the socket did not take into the transport's buffer, which copies all it holds again
+        each time it grows after a partial send: several copies of every large body, more the
+        slower the client reads, where a view the socket only partly took is sliced without
+        one."""
         self._flush_scheduled = False
         size = conn.out_size
         parts = conn.take_parts()
         if parts and not transport.is_closing():
-            if len(parts) == 1:
+            if self._backlog:
+                self._backlog.extend(parts)  # after what waits already
+            elif len(parts) == 1:
                 transport.write(parts[0])
-            else:
+            elif size < LARGE_OUTPUT:
                 transport.writelines(parts)
+            else:
+                self._backlog.extend(unjoined(parts))
+                self._write_backlog(conn, transport)
             stats = self.stats
             stats.send_cnt += 1
             SocketWrites.count += 1
             stats.send_oct += size
+
+    def _write_backlog(self, conn: Any, transport: asyncio.Transport) -> None:
+        """Hand the transport waiting output until it asks us to pause (it does so from inside
+        `write`, once what it holds passes its high-water mark)."""
+        backlog = self._backlog
+        while backlog and not conn.paused:
+            transport.write(backlog.popleft())
 
     def _resume_starved(self, conn: Any) -> None:
         """Consumers were held back while output piled up: now it went out, let them go on."""
@@ -241,6 +289,9 @@ class SocketProtocol(asyncio.Protocol):
     def _close_transport(self) -> None:
         transport = self.transport
         if transport is not None and not transport.is_closing():
+            if self._backlog:  # the last words must still go out, after what waits
+                transport.writelines(list(self._backlog))
+                self._backlog.clear()
             transport.close()
             if transport.get_write_buffer_size():
                 # asyncio closes once the output is written: a peer that takes none of it
