@@ -5,7 +5,11 @@ messages costs little more than its sync, and two thread wake-ups per round trip
 that on a busy machine), a large one or one nobody waits for by the writer thread, so the loop
 goes on reading, routing and delivering meanwhile. While a batch is being written the next one
 gathers, so concurrent commits and confirms from many channels share one transaction and one
-sync (group commit). With fsync the database runs synchronous=FULL, so the COMMIT returns once
+sync (group commit). Records nobody waits for (acks, ack-only commits, delivered marks) gather
+for GATHER_SECONDS before they are written, until someone waits or GATHER_OPS are in: a
+consumer acking in small transactions otherwise paid a whole SQLite transaction and sync per
+commit, and the crash window this adds is the one ack-only commits already have
+(docs/transactions.md). With fsync the database runs synchronous=FULL, so the COMMIT returns once
 the batch is on disk; without it, synchronous=OFF. After each batch the waiters it covers are
 woken and the pager drops the bodies of the messages just written that were offered to it
 (pager.py reads them back, on the event loop thread).
@@ -47,6 +51,8 @@ BACKLOG_LIMIT = 64 * 1024 * 1024  # default bytes of unwritten messages kept whi
 OP_OVERHEAD = 256  # bytes counted per message record besides its body
 INLINE_OPS = 128  # batches up to this many records (and INLINE_BYTES) are written on the loop
 INLINE_BYTES = 256 * 1024
+GATHER_SECONDS = 0.005  # a batch nobody waits for gathers more records this long...
+GATHER_OPS = 4096  # ...unless it holds this many already
 
 Waiter = tuple[int, Synced, Failed | None]
 Job = tuple[list[ops.Op], int, list["Message"]]  # a batch, its last position, page candidates
@@ -97,6 +103,7 @@ class JournalWriter:
         self._busy = False  # a batch is being written (inline or by the writer thread)
         self._kicked = False  # a _kick is scheduled for this loop turn
         self._retry: asyncio.TimerHandle | None = None  # the pause after a failed write
+        self._gather: asyncio.TimerHandle | None = None  # a batch nobody waits for gathering
         self._idle: asyncio.Future[None] | None = None  # close() waits on it
         self._closing = False
         self._new_bytes = 0  # message bytes queued since the writer last took a batch
@@ -125,6 +132,9 @@ class JournalWriter:
     async def close(self) -> None:
         """Write what is pending (one more attempt if writes are failing), then stop."""
         self._closing = True
+        if self._gather is not None:
+            self._gather.cancel()
+            self._gather = None
         if self._retry is not None:  # failing: try once more now instead of after the pause
             self._retry.cancel()
             self._retry = None
@@ -158,8 +168,14 @@ class JournalWriter:
         or `failed(reason)` if the write covering it failed."""
         if position <= self.synced:
             callback()
-        else:
-            self._waiters.append((position, callback, failed))
+            return
+        self._waiters.append((position, callback, failed))
+        if self._gather is not None:  # someone waits now: no more gathering
+            self._gather.cancel()
+            self._gather = None
+            if not self._kicked and self._loop is not None:
+                self._kicked = True
+                self._loop.call_soon(self._kick)
 
     # ------------------------------------------------------------------ records
     def add(self, op: ops.Op) -> None:
@@ -189,15 +205,20 @@ class JournalWriter:
         if self._retry is None:
             self._submit()
 
-    def _submit(self) -> None:
+    def _submit(self, gather: bool = True) -> None:
         """Write everything pending, unless a batch is being written (then it goes when that
         one is done: that is the group commit). A small batch that someone waits for (a
         commit-ok, a confirm) is written right here on the event loop thread: a commit of a few
         messages costs little more than its sync, and handing it over would add two thread
         wake-ups to each commit's round trip, which on a busy machine cost more than the sync.
         A large one, or one nobody waits for (acks, delivered marks of a streaming consumer),
-        goes to the writer thread, so the loop keeps reading and delivering meanwhile."""
-        if self._busy or not self._ops:
+        goes to the writer thread, so the loop keeps reading and delivering meanwhile; one
+        nobody waits for gathers more records first (`gather`)."""
+        if self._busy or not self._ops or self._gather is not None:
+            return
+        if gather and not self._waiters and len(self._ops) < GATHER_OPS and not self._closing:
+            assert self._loop is not None
+            self._gather = self._loop.call_later(GATHER_SECONDS, self._gathered)
             return
         batch, self._ops = self._ops, []
         self._batch_bytes += self._new_bytes
@@ -213,6 +234,11 @@ class JournalWriter:
         except Exception as err:
             written, error = set(), err
         self._done(batch, upto, candidates, written, error, inline=True)
+
+    def _gathered(self) -> None:
+        self._gather = None
+        if self._retry is None:
+            self._submit(gather=False)
 
     def _run_writer(self) -> None:
         """The writer thread: one batch per call, one SQLite transaction each; the outcome goes

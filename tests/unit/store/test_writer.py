@@ -17,7 +17,7 @@ from rabbitish.protocol.codec import CODEC
 from rabbitish.store import ops
 from rabbitish.store.pager import Pager
 from rabbitish.store.schema import CLEAN_STOP, db_path, open_database
-from rabbitish.store.writer import INLINE_OPS, JournalWriter
+from rabbitish.store.writer import GATHER_OPS, GATHER_SECONDS, INLINE_OPS, JournalWriter
 
 DISK_FULL = "OperationalError: database or disk is full"
 
@@ -116,9 +116,10 @@ async def test_a_small_batch_someone_waits_for_is_written_on_the_loop(writer, pa
 
 
 async def test_records_added_while_a_batch_is_written_go_together_in_the_next(writer, path):
-    # More than INLINE_OPS records: the writer thread takes them, the loop goes on.
+    # More than INLINE_OPS records, waited for: the writer thread takes them, the loop goes on.
     for i in range(INLINE_OPS + 1):
         writer.add(policy(f"first-{i:04}"))
+    writer.when_synced(writer.position, lambda: None)
     await asyncio.sleep(0)
     assert writer.writing()
     for name in ("late-1", "late-2"):
@@ -126,6 +127,40 @@ async def test_records_added_while_a_batch_is_written_go_together_in_the_next(wr
     await synced(writer)
     assert writer.batches == 2  # the two late records shared one transaction
     assert len(policies(path)) == INLINE_OPS + 3
+
+
+async def test_records_nobody_waits_for_gather_for_a_moment_into_one_batch(writer, path):
+    loop = asyncio.get_running_loop()
+    began = loop.time()
+    writer.add(policy("a"))
+    await asyncio.sleep(0)
+    assert writer.batches == 0 and not writer.writing()  # gathering, not written
+    writer.add(policy("b"))
+    await asyncio.sleep(0)
+    writer.add(policy("c"))
+    await until(lambda: writer.synced == 3)
+    assert loop.time() - began >= GATHER_SECONDS * 0.9  # the loop's clock may round
+    assert writer.batches == 1
+    assert policies(path) == ["a", "b", "c"]
+
+
+async def test_a_waiter_ends_the_gathering(writer, path):
+    writer.add(policy("a"))
+    await asyncio.sleep(0)
+    assert writer.batches == 0
+    heard = []
+    writer.when_synced(writer.position, lambda: heard.append("synced"))
+    await asyncio.sleep(0)  # the next loop turn writes it (small and waited for: on the loop)
+    assert heard == ["synced"]
+    assert policies(path) == ["a"]
+
+
+async def test_enough_records_go_without_gathering(writer, path):
+    for i in range(GATHER_OPS):
+        writer.add(policy(f"p-{i:05}"))
+    await asyncio.sleep(0)
+    assert writer.writing()
+    await until(lambda: writer.synced == GATHER_OPS)
 
 
 async def test_a_failed_write_is_told_to_its_waiters_and_retried(path):
