@@ -272,7 +272,7 @@ class Channel:
             self.tx.stage_settle(deliveries, outcome)
             return
         settle(deliveries, outcome)
-        self.deliver_after_settlement()
+        self.resume_deliveries(unblock_all=False)
 
     def finish_commit(self) -> None:
         """The commit is complete: tell the client."""
@@ -324,29 +324,14 @@ class Channel:
         encode_content(self.id, raw_properties, body, self.conn.frame_max, parts)
         self.conn.write_many(parts)
 
-    def deliver_after_settlement(self) -> None:
-        """Settlements gave credit back: `engine.delivery.settle` told the queues of the
-        consumers they name; the channel's global limit, when set, frees credit for every
-        consumer of the channel."""
-        if self.limiter.prefetch:
+    def resume_deliveries(self, unblock_all: bool = True) -> None:
+        """Credit came back: let the consumed queues deliver again. With `unblock_all` it may
+        have come back to any consumer of the channel (qos, flow, recover, drained output);
+        without, only to those settlements named (`engine.delivery.settle` told their queues),
+        unless the channel's global limit frees credit for all of them. The queue that goes
+        first rotates, so queues blocked on the channel's global limit share it fairly."""
+        if unblock_all or self.limiter.prefetch:
             self.unblock_consumers()
-        self.dispatch_queues()
-
-    def resume_deliveries(self) -> None:
-        """Credit may have come back to any consumer of the channel (qos, flow, recover,
-        drained output): every one of them may take again."""
-        self.unblock_consumers()
-        self.dispatch_queues()
-
-    def unblock_consumers(self) -> None:
-        """Tell each consumed queue that this channel's consumers may take again."""
-        for consumer in self.consumers.values():
-            if consumer.blocked:
-                consumer.queue.credit_returned(consumer)
-
-    def dispatch_queues(self) -> None:
-        """Let the consumed queues deliver again. The queue that goes first rotates, so queues
-        blocked on the channel's global limit share it fairly."""
         queues = list({id(c.queue): c.queue for c in self.consumers.values()}.values())
         if len(queues) > 1:
             start = self._resume_from % len(queues)
@@ -354,6 +339,12 @@ class Channel:
             queues = queues[start:] + queues[:start]
         for queue in queues:
             queue.dispatch_active()
+
+    def unblock_consumers(self) -> None:
+        """Tell each consumed queue that this channel's consumers may take again."""
+        for consumer in self.consumers.values():
+            if consumer.blocked:
+                consumer.queue.credit_returned(consumer)
 
     def view(self) -> SessionView:
         return SessionView(

@@ -62,7 +62,7 @@ def tx_commit(ch: Channel, method: commands.Tx.Commit, payload: bytes) -> None:
     else:
         ch.finish_commit()
     if result.settled:
-        ch.deliver_after_settlement()
+        ch.resume_deliveries(unblock_all=False)
 
 
 def tx_rollback(ch: Channel, method: commands.Tx.Rollback, payload: bytes) -> None:
