@@ -272,7 +272,7 @@ class Channel:
             self.tx.stage_settle(deliveries, outcome)
             return
         settle(deliveries, outcome)
-        self.resume_deliveries(unblock_all=False)
+        self.dispatch_queues()
 
     def finish_commit(self) -> None:
         """The commit is complete: tell the client."""
@@ -324,13 +324,18 @@ class Channel:
         encode_content(self.id, raw_properties, body, self.conn.frame_max, parts)
         self.conn.write_many(parts)
 
-    def resume_deliveries(self, unblock_all: bool = True) -> None:
-        """Credit came back: let the consumed queues deliver again. With `unblock_all` it may
-        have come back to any consumer of the channel (qos, flow, recover, drained output);
-        without, only to those settlements named (`engine.delivery.settle` told their queues),
-        unless the channel's global limit frees credit for all of them. The queue that goes
-        first rotates, so queues blocked on the channel's global limit share it fairly."""
-        if unblock_all or self.limiter.prefetch:
+    def resume_deliveries(self) -> None:
+        """Credit may have come back to any consumer of the channel (qos, flow, recover,
+        drained output): all of them may take again."""
+        self.unblock_consumers()
+        self.dispatch_queues()
+
+    def dispatch_queues(self) -> None:
+        """Let the consumed queues deliver to the consumers whose credit came back (a
+        settlement names its consumer to its queue: `engine.delivery.settle`); the channel's
+        global limit, when set, frees credit for every consumer of the channel. The queue that
+        goes first rotates, so queues blocked on the global limit share it fairly."""
+        if self.limiter.prefetch:
             self.unblock_consumers()
         queues = list({id(c.queue): c.queue for c in self.consumers.values()}.values())
         if len(queues) > 1:

@@ -136,7 +136,7 @@ class Connection(ClientConnection):
         for channel in channels:
             channel.unblock_consumers()
         for channel in channels:
-            channel.resume_deliveries(unblock_all=False)
+            channel.dispatch_queues()
 
     # ------------------------------------------------------------------ input
     def start(self, data: bytes = b"") -> None:
