@@ -157,6 +157,24 @@ def test_with_priorities_only_the_active_are_walked_and_the_served_goes_to_the_b
     assert queue.consumers[-1] is low[3]  # served: the back of its group
 
 
+def test_a_higher_priority_consumer_coming_and_going_keeps_the_others_turns(vhost):
+    """As in RabbitMQ: A was served, so B is next, whatever came and went meanwhile. (The
+    queue's cursor was an index into its consumers once, and a consumer inserted before it
+    made A serve twice in a row.)"""
+    queue = _queue(vhost)
+    a, b = (CountingTaker(queue, tag, prefetch=5) for tag in "ab")
+    queue.add_consumer(a)
+    queue.add_consumer(b)
+    queue.enqueue(message(b"1"))
+    high = CountingTaker(queue, "high", prefetch=5, priority=5)
+    queue.add_consumer(high)
+    queue.remove_consumer(high)
+    queue.enqueue(message(b"2"))
+    queue.enqueue(message(b"3"))
+    assert [d.entry.message.body for d in a.deliveries] == [b"1", b"3"]
+    assert [d.entry.message.body for d in b.deliveries] == [b"2"]
+
+
 # ---------------------------------------------------------------------- the order, modelled
 @dataclass
 class Model:
