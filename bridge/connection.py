@@ -150,8 +150,13 @@ class Connection10(ClientConnection):
         return super().take_parts()
 
     def resume_consumers(self) -> None:
-        for session in list(self.sessions.values()):
-            session.resume()
+        """Output drained: every outgoing link may take again, all of them before any queue
+        delivers."""
+        sessions = list(self.sessions.values())
+        for session in sessions:
+            session.unblock_links()
+        for session in sessions:
+            session.deliver_links()
 
     # ------------------------------------------------------------------ input
     def start(self, header: bytes, rest: bytes) -> None:

@@ -389,11 +389,22 @@ class OutgoingLink(Consumer):
             self.resume()
 
     def resume(self) -> None:
-        """Deliver what the credit allows now."""
+        """The client's flow gave credit, or the session or connection can take transfers
+        again: deliver what the credit allows now."""
+        self.unblock()
+        self.deliver()
+
+    def unblock(self) -> None:
+        """Tell the queue this link may take again (a browser is not in its round-robin)."""
+        if self.blocked:
+            self.queue.credit_returned(self)
+
+    def deliver(self) -> None:
+        """Deliver what the credit allows now: the queue's round-robin, or a browser's copies."""
         if self.browsing:
             self.queue.browse(self, self.link_credit)
         else:
-            self.queue.dispatch()
+            self.queue.dispatch_active()
 
     def cancelled_by_broker(self) -> None:
         self.session.link_lost(self, "amqp:resource-deleted", "the queue was deleted")

@@ -178,9 +178,20 @@ class Session:
     def resume(self) -> None:
         """The connection's output drained or the peer's window opened: outgoing links may
         deliver again."""
+        self.unblock_links()
+        self.deliver_links()
+
+    def unblock_links(self) -> None:
+        """Every outgoing link of the session may take again; their queues hear it before any
+        of them delivers, so the links compete in the queues' own order."""
+        for link in self.links.values():
+            if isinstance(link, links.OutgoingLink):
+                link.unblock()
+
+    def deliver_links(self) -> None:
         for link in list(self.links.values()):
             if isinstance(link, links.OutgoingLink):
-                link.resume()
+                link.deliver()
 
     # ------------------------------------------------------------------ frames
     def _attach(self, attach: Attach) -> None:

@@ -33,10 +33,12 @@ class Selection:
 class Consumer:
     __slots__ = (
         "arguments",
+        "blocked",
         "exclusive",
         "prefetch",
         "priority",
         "queue",
+        "rank",
         "selection",
         "session",
         "settled_on_delivery",
@@ -67,6 +69,11 @@ class Consumer:
         self.prefetch = prefetch  # the consumer's own limit on unsettled deliveries (0: none)
         # Only the messages it accepts (None: every message, at no cost to dispatch).
         self.selection: Selection | None = None
+        # The queue's bookkeeping (engine/queue.py): its place among the queue's consumers
+        # (priority first, then arrival), and whether the queue found it without credit and
+        # left it out of the round-robin until `Queue.credit_returned` names it.
+        self.rank = 0
+        self.blocked = False
 
     @property
     def credit(self) -> int:

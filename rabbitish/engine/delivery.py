@@ -79,7 +79,9 @@ def settle(
     """Settle deliveries, grouped per queue so requeued messages keep their order. Each frees
     its consumer's credit. MODIFIED with `undeliverable_here` discards (as RabbitMQ's 1.0 plugin
     treats it); otherwise MODIFIED requeues, counting the delivery only if `delivery_failed`.
-    Returns the queues touched, in order, for front ends that resume dispatch."""
+    Its queue hears that the consumer's credit came back (`Queue.credit_returned`) before any
+    message of the settlement is requeued, so a requeued message may go back to it. Returns
+    the queues touched, in order, for front ends that resume dispatch."""
     groups: dict[int, tuple[Queue, list[QueueEntry]]] = {}
     for delivery in deliveries:
         if delivery.settled:
@@ -88,6 +90,8 @@ def settle(
         consumer = delivery.consumer
         if consumer is not None:
             consumer.release_credit(1)
+            if consumer.blocked:  # its queue found it full: it may take again
+                consumer.queue.credit_returned(consumer)
         queue = delivery.queue
         if not queue.forget(delivery):
             continue  # the queue went away; nothing left to settle there

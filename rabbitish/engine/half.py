@@ -478,6 +478,8 @@ class HalfRegistry:
                 consumer = delivery.consumer
                 if consumer is not None:
                     consumer.release_credit(1)  # the consumer is done with it
+                    if consumer.blocked:
+                        consumer.queue.credit_returned(consumer)
                     delivery.consumer = None
                 lock = PreparedSettlement(
                     delivery,

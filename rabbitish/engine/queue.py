@@ -5,7 +5,10 @@ through a cursor of their own, and take nothing."""
 
 from __future__ import annotations
 
+import itertools
+from bisect import bisect_left
 from collections.abc import Iterable
+from operator import attrgetter
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from rabbitish.engine.clock import Scheduler, TimerHandle
@@ -24,6 +27,15 @@ if TYPE_CHECKING:
 
 
 SPILL_AFTER = 64  # ready messages kept in memory per queue under memory pressure
+# A consumer's rank sorts by priority (higher first), then by arrival: priority is worth more
+# than any arrival number.
+PRIORITY_STEP = 1 << 64
+FIRST_RANK = -(1 << 128)  # below every rank: the cursor at the start
+_RANK = attrgetter("rank")
+# Arrival numbers for ranks, increasing within every queue. One counter for all queues: a
+# queue keeps no more instance attributes than it had (29), as past 29 CPython 3.11 gives up
+# its fast attribute access and every message costs more (about 6% of an engine cycle).
+_ARRIVALS = itertools.count()
 STAT_NAMES = (
     "published",
     "delivered",
@@ -107,9 +119,20 @@ class Queue:
             if self.args.max_priority is not None
             else ReadyList()
         )
+        # Every consumer, in rank order: by priority (higher first), then by arrival (within
+        # a priority, the one last served moves to the end when priorities differ).
         self.consumers: list[Consumer] = []
+        # The consumers not found without credit, in the same order: dispatch walks only
+        # these. A consumer found without credit is blocked (left out) until the front end
+        # says its credit came back (`credit_returned`), as RabbitMQ's rabbit_queue_consumers
+        # keeps active and blocked consumers apart.
+        self._active: list[Consumer] = []
         # Browsers -> the sequence number of the first message each has not seen yet.
         self.browsers: dict[Consumer, int] = {}
+        # Round-robin cursor: the next message goes to the first active consumer ranked at or
+        # after `_cursor` (circling); `_rr` is that consumer's index in `_active` (the count
+        # of active consumers ranked before the cursor), kept as consumers come and go.
+        self._cursor = FIRST_RANK
         self._rr = 0
         self._prioritised = False  # consumers with different x-priority values
         self.outstanding: set[Delivery] = set()  # delivered, not settled yet
@@ -118,10 +141,7 @@ class Queue:
         self._ttl_timer: TimerHandle | None = None
         self._ttl_due: float | None = None
         self._expiry_timer: TimerHandle | None = None
-        self._had_consumer = False
         self._dispatching = False
-        # No consumer had credit at the last look: an arriving message waits for `dispatch`.
-        self._starved = False
         self._held = False  # a commit is applying its effects: no deliveries until it is done
         self._arriving: QueueEntry | None = None
         # Counters for statistics (management API, metrics): "delivered" counts every delivery
@@ -211,8 +231,8 @@ class Queue:
         try:
             if self.browsers:  # they see it before a consumer may take it
                 self._browse_all()
-            if not self._starved:
-                self._dispatch()
+            if self._active:  # else every consumer lacks credit: the message waits
+                self.dispatch_active()
         finally:
             self._arriving = None
         if args.max_length is not None or args.max_length_bytes is not None:
@@ -260,43 +280,77 @@ class Queue:
     def add_consumer(self, consumer: Consumer) -> None:
         self.check_can_consume(consumer)
         # Kept ordered by priority, highest first; a newcomer joins the end of its group.
-        index = len(self.consumers)
-        while index and self.consumers[index - 1].priority < consumer.priority:
-            index -= 1
-        self.consumers.insert(index, consumer)
-        self._prioritised = len({c.priority for c in self.consumers}) > 1
-        self._had_consumer = True
+        consumer.rank = next(_ARRIVALS) - consumer.priority * PRIORITY_STEP
+        consumers = self.consumers
+        consumers.insert(bisect_left(consumers, consumer.rank, key=_RANK), consumer)
+        self._prioritised = consumers[0].priority != consumers[-1].priority  # ranked by priority
+        consumer.blocked = True  # joins the active ones as one whose credit came back
+        self.credit_returned(consumer)
         self._cancel_expiry()
-        self.dispatch()
+        self.dispatch_active()
 
     def remove_consumer(self, consumer: Consumer) -> None:
-        try:
-            index = self.consumers.index(consumer)
-        except ValueError:
+        consumers = self.consumers
+        index = bisect_left(consumers, consumer.rank, key=_RANK)
+        if index == len(consumers) or consumers[index] is not consumer:
             return
-        del self.consumers[index]
-        if index < self._rr:
-            self._rr -= 1
-        if self._prioritised:
-            self._prioritised = len({c.priority for c in self.consumers}) > 1
-        if not self.consumers:
-            if self.auto_delete and self._had_consumer:
+        del consumers[index]
+        self._prioritised = bool(consumers) and consumers[0].priority != consumers[-1].priority
+        if consumer.blocked:
+            consumer.blocked = False  # a settlement after it left unblocks nothing
+        else:
+            self._deactivate(bisect_left(self._active, consumer.rank, key=_RANK))
+        if not consumers:
+            if self.auto_delete:  # it had one: the one just removed
                 self.vhost.delete_queue_object(self)
                 return
             self.touch()
 
-    def dispatch(self) -> None:
-        """Deliver ready messages to consumers that have credit, round-robin. Front ends call
-        it whenever credit may have come back (settlements, qos, flow, output drained), so it
-        looks at every consumer again."""
-        self._starved = False
-        self._dispatch()
+    def credit_returned(self, consumer: Consumer) -> None:
+        """`consumer` may take deliveries again (a settlement, more prefetch or link credit,
+        flow, drained output): if the queue had found it without credit, it rejoins the
+        round-robin at its place. Nothing is delivered until `dispatch_active`, which a front
+        end calls once it named every consumer whose credit came back, so they compete in the
+        queue's order."""
+        if not consumer.blocked:
+            return
+        # Among the active ones at its rank; the cursor keeps its place.
+        active = self._active
+        rank = consumer.rank
+        if not active or active[-1].rank < rank:
+            active.append(consumer)
+        else:
+            active.insert(bisect_left(active, rank, key=_RANK), consumer)
+        if rank < self._cursor:
+            self._rr += 1
+        consumer.blocked = False
 
-    def _dispatch(self) -> None:
-        """Deliver what credit allows. A consumer found without credit is not asked again
-        before the call ends (nothing here gives credit back), and when none had any the queue
-        is starved: new messages wait without a look at every consumer until `dispatch`."""
-        if self._dispatching or self._held or not self.consumers or not len(self.ready):
+    def _deactivate(self, index: int) -> None:
+        del self._active[index]
+        if index < self._rr:
+            self._rr -= 1
+
+    def dispatch(self) -> None:
+        """Deliver ready messages to consumers that have credit, round-robin, asking every
+        consumer again, those found without credit before included: for a change that may
+        concern any of them. A front end that knows whose credit came back names them
+        (`credit_returned`) and calls `dispatch_active`, which asks no consumer known full."""
+        active = self._active
+        if len(active) != len(self.consumers):
+            for consumer in self.consumers:
+                consumer.blocked = False
+            active[:] = self.consumers
+            self._rr = bisect_left(active, self._cursor, key=_RANK)
+        self.dispatch_active()
+
+    def dispatch_active(self) -> None:
+        """Deliver what credit allows, round-robin: the next consumer after the one served
+        last (in rank order, circling) that has credit gets the next message. A consumer
+        found without credit is blocked: no arriving message asks it again until
+        `credit_returned` names it, so a message costs a look at the consumers that can take
+        it, however many are full. With consumer priorities, `_dispatch_by_priority`."""
+        active = self._active
+        if self._dispatching or self._held or not active or not len(self.ready):
             return
         self._dispatching = True
         try:
@@ -304,37 +358,45 @@ class Queue:
                 self._dispatch_by_priority()
                 return
             ready = self.ready
-            consumers = self.consumers
-            spent: set[Consumer] | None = None
-            while len(ready) and consumers:
-                count = len(consumers)
+            while len(ready) and active:
+                # Each active consumer once, from the cursor on, round the circle.
+                count = len(active)
+                pos = self._rr
+                if pos >= count:
+                    pos = 0
                 chosen = entry = None
-                credited = False
-                for i in range(count):
-                    candidate = consumers[(self._rr + i) % count]
-                    if spent is not None and candidate in spent:
-                        continue
+                for _ in range(count):
+                    candidate = active[pos]
                     if candidate.credit > 0:
-                        credited = True
                         selection = candidate.selection
                         if selection is None:
                             entry = self._take()
                             if entry is None:
                                 return
-                        else:
-                            # Nothing it accepts: the next consumer may take the head.
-                            entry = self._take_selected(selection)
-                            if entry is None:
-                                continue
-                        chosen = candidate
-                        self._rr = (self._rr + i + 1) % count
-                        break
-                    if spent is None:
-                        spent = set()
-                    spent.add(candidate)
+                            chosen = candidate
+                            break
+                        entry = self._take_selected(selection)
+                        if entry is not None:
+                            chosen = candidate
+                            break
+                        pos += 1  # nothing it accepts: the next consumer may take the head
+                    else:
+                        del active[pos]
+                        count -= 1
+                        candidate.blocked = True
+                        if pos < self._rr:
+                            self._rr -= 1
+                    if pos >= count:
+                        pos = 0
                 if chosen is None or entry is None:
-                    self._starved = not credited
                     return
+                # Next time, the consumer after it; after the last of all, the first.
+                if chosen is self.consumers[-1]:
+                    self._cursor = FIRST_RANK
+                    self._rr = 0
+                else:
+                    self._cursor = chosen.rank + 1
+                    self._rr = pos + 1
                 self._hand_over(chosen, entry)
         finally:
             self._dispatching = False
@@ -342,30 +404,41 @@ class Queue:
     def _dispatch_by_priority(self) -> None:
         """The highest-priority consumer with credit gets the message; within a priority, the
         one served moves to the back of its group (round-robin), as RabbitMQ does."""
-        consumers = self.consumers
-        while len(self.ready) and consumers:
-            chosen_index = entry = None
-            for i, candidate in enumerate(consumers):
+        active = self._active
+        while len(self.ready) and active:
+            pos = 0
+            chosen = entry = None
+            while pos < len(active):
+                candidate = active[pos]
                 if candidate.credit > 0:
                     selection = candidate.selection
                     if selection is None:
                         entry = self._take()
                         if entry is None:
                             return
-                    else:
-                        entry = self._take_selected(selection)
-                        if entry is None:
-                            continue
-                    chosen_index = i
-                    break
-            if chosen_index is None or entry is None:
+                        chosen = candidate
+                        break
+                    entry = self._take_selected(selection)
+                    if entry is not None:
+                        chosen = candidate
+                        break
+                    pos += 1
+                else:
+                    self._deactivate(pos)
+                    candidate.blocked = True
+            if chosen is None or entry is None:
                 return
-            chosen = consumers.pop(chosen_index)
-            end = chosen_index
-            while end < len(consumers) and consumers[end].priority == chosen.priority:
-                end += 1
-            consumers.insert(end, chosen)
+            self._to_back_of_its_priority(chosen, pos)
             self._hand_over(chosen, entry)
+
+    def _to_back_of_its_priority(self, consumer: Consumer, active_index: int) -> None:
+        consumers = self.consumers
+        del consumers[bisect_left(consumers, consumer.rank, key=_RANK)]
+        self._deactivate(active_index)
+        consumer.rank = next(_ARRIVALS) - consumer.priority * PRIORITY_STEP
+        consumers.insert(bisect_left(consumers, consumer.rank, key=_RANK), consumer)
+        consumer.blocked = True
+        self.credit_returned(consumer)
 
     # ------------------------------------------------------------------ browsing
     def add_browser(self, browser: Consumer) -> None:
@@ -431,7 +504,7 @@ class Queue:
         self._held = False
         if self.browsers:
             self._browse_all()
-        self.dispatch()
+        self.dispatch_active()
 
     def drain(self, consumer: Consumer, limit: int) -> Drained:
         """Deliver up to `limit` ready messages to `consumer` now, as its credit allows, and say
@@ -590,7 +663,7 @@ class Queue:
         if any_back:
             if self.browsers:  # one it had not reached yet is back in its view
                 self._browse_all()
-            self.dispatch()
+            self.dispatch_active()
             if not self.args.rejects_overflow and (
                 self.args.max_length is not None or self.args.max_length_bytes is not None
             ):
@@ -701,7 +774,10 @@ class Queue:
         if self._ttl_timer is not None:
             self._ttl_timer.cancel()
             self._ttl_timer = None
+        for consumer in self.consumers:
+            consumer.blocked = False
         consumers, self.consumers = self.consumers + list(self.browsers), []
+        self._active.clear()
         self.browsers = {}
         self.ready.clear()
         self.outstanding.clear()

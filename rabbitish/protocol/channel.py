@@ -272,7 +272,7 @@ class Channel:
             self.tx.stage_settle(deliveries, outcome)
             return
         settle(deliveries, outcome)
-        self.resume_deliveries()
+        self.dispatch_queues()
 
     def finish_commit(self) -> None:
         """The commit is complete: tell the client."""
@@ -325,15 +325,31 @@ class Channel:
         self.conn.write_many(parts)
 
     def resume_deliveries(self) -> None:
-        """Credit freed up: let the consumed queues deliver again. The queue that goes first
-        rotates, so queues blocked on the channel's global limit share it fairly."""
+        """Credit may have come back to any consumer of the channel (qos, flow, recover,
+        drained output): all of them may take again."""
+        self.unblock_consumers()
+        self.dispatch_queues()
+
+    def dispatch_queues(self) -> None:
+        """Let the consumed queues deliver to the consumers whose credit came back (a
+        settlement names its consumer to its queue: `engine.delivery.settle`); the channel's
+        global limit, when set, frees credit for every consumer of the channel. The queue that
+        goes first rotates, so queues blocked on the global limit share it fairly."""
+        if self.limiter.prefetch:
+            self.unblock_consumers()
         queues = list({id(c.queue): c.queue for c in self.consumers.values()}.values())
         if len(queues) > 1:
             start = self._resume_from % len(queues)
             self._resume_from = start + 1
             queues = queues[start:] + queues[:start]
         for queue in queues:
-            queue.dispatch()
+            queue.dispatch_active()
+
+    def unblock_consumers(self) -> None:
+        """Tell each consumed queue that this channel's consumers may take again."""
+        for consumer in self.consumers.values():
+            if consumer.blocked:
+                consumer.queue.credit_returned(consumer)
 
     def view(self) -> SessionView:
         return SessionView(

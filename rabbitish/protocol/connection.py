@@ -130,8 +130,13 @@ class Connection(ClientConnection):
         self.write(encode_method(channel, method))
 
     def resume_consumers(self) -> None:
-        for channel in list(self.channels.values()):
-            channel.resume_deliveries()
+        """Output drained: every consumer of the connection may take again, all of them
+        before any queue delivers, so they compete in the queues' own order."""
+        channels = list(self.channels.values())
+        for channel in channels:
+            channel.unblock_consumers()
+        for channel in channels:
+            channel.dispatch_queues()
 
     # ------------------------------------------------------------------ input
     def start(self, data: bytes = b"") -> None:

@@ -62,7 +62,7 @@ def tx_commit(ch: Channel, method: commands.Tx.Commit, payload: bytes) -> None:
     else:
         ch.finish_commit()
     if result.settled:
-        ch.resume_deliveries()
+        ch.dispatch_queues()
 
 
 def tx_rollback(ch: Channel, method: commands.Tx.Rollback, payload: bytes) -> None:

@@ -77,6 +77,7 @@ def test_hot_path_benchmark_runs(tracing: str) -> None:
     assert done.returncode == 0, done.stderr
     assert "| pipelined publish |" in done.stdout
     assert "| publish -> delivery |" in done.stdout
+    assert "| publish + ack -> delivery, 1 consumer(s) |" in done.stdout
 
 
 def test_half_commits_benchmark_runs_with_prepared_transactions(tmp_path) -> None:
