@@ -3,7 +3,11 @@ moving the same messages: rows/s for a batch write, a streaming write and a stre
 local Spark session (local[2]) serves every broker; each Spark figure includes Spark's own
 job and micro-batch overheads, as a user's job would.
 
-    python -m benchmarks.spark [--rows 100000] [--body 100] [--only rabbitish] [--url URL]
+    python -m benchmarks.spark [--rows 100000] [--body 100] [--prefetch N] [--progress]
+                               [--only rabbitish] [--url URL]
+
+--progress prints where each streaming query's time went, micro-batch by micro-batch (Spark's
+durationMs); the load average is printed before and after each broker's run.
 
 Needs the spark extra (pip install -e '.[spark]') and Java 17 or 21.
 """
@@ -11,6 +15,7 @@ Needs the spark extra (pip install -e '.[spark]') and Java 17 or 21.
 from __future__ import annotations
 
 import argparse
+import os
 import tempfile
 import time
 import uuid
@@ -22,6 +27,7 @@ import pika
 
 from benchmarks.measure import print_table
 from benchmarks.side_by_side import add_broker_options, side_by_side
+from rabbitish.spark.options import DEFAULT_PREFETCH
 
 SCENARIOS = (
     "pika publish loop (1 tx)",
@@ -42,6 +48,14 @@ def timed(run: Callable[[], Any]) -> float:
     start = time.perf_counter()
     run()
     return time.perf_counter() - start
+
+
+def run_query(writer: Any) -> tuple[float, Any]:
+    """Start a streaming query and wait for its end (Trigger.AvailableNow): (seconds, query)."""
+    start = time.perf_counter()
+    query = writer.start()
+    query.awaitTermination()
+    return time.perf_counter() - start, query
 
 
 def fresh_queue(url: str) -> str:
@@ -107,15 +121,29 @@ def bodies(spark: Any, rows: int, size: int) -> Any:
     return spark.range(rows, numPartitions=2).select(padded.alias("body"))
 
 
+def load() -> str:
+    return "load average " + " ".join(f"{n:.2f}" for n in os.getloadavg())
+
+
+def progress(query: Any) -> None:
+    """Each micro-batch's rows and Spark's durationMs (ms), in the order Spark reports them."""
+    for batch in query.recentProgress:
+        durations = " ".join(f"{k}={v}" for k, v in batch["durationMs"].items())
+        print(f"  batch {batch['batchId']}: {batch['numInputRows']} rows; {durations}")
+
+
 def run_broker(url: str, _pids: list[int], args: argparse.Namespace) -> dict[str, float]:
+    """The pika loops use the stream reader's batch size: `--prefetch`, else its default."""
     spark, rows, body = args.spark, args.rows, b"x" * args.body
+    batch = args.prefetch or DEFAULT_PREFETCH
     rates: dict[str, float] = {}
+    print(f"{url.rsplit('@', 1)[-1]}: {load()}", flush=True)
 
     queue = fresh_queue(url)
     warm_up(spark, url, queue)
     rates[SCENARIOS[0]] = rows / timed(lambda: pika_publish(url, queue, rows, body))
     assert depth(url, queue) == rows
-    rates[SCENARIOS[3]] = rows / timed(lambda: pika_consume(url, queue, rows, args.prefetch))
+    rates[SCENARIOS[3]] = rows / timed(lambda: pika_consume(url, queue, rows, batch))
     drop(url, queue)
 
     queue = fresh_queue(url)
@@ -126,18 +154,21 @@ def run_broker(url: str, _pids: list[int], args: argparse.Namespace) -> dict[str
 
     with tempfile.TemporaryDirectory(prefix="bench-spark-") as work:
         checkpoint = str(Path(work, "read"))
+        source = spark.readStream.format("amqp").option("url", url).option("queue", queue)
+        if args.prefetch:
+            source = source.option("prefetch", args.prefetch)
         stream = (
-            spark.readStream.format("amqp")
-            .option("url", url)
-            .option("queue", queue)
-            .option("prefetch", args.prefetch)
-            .option("checkpointLocation", checkpoint)
+            source.option("checkpointLocation", checkpoint)
             .load()
             .writeStream.format("noop")
             .option("checkpointLocation", checkpoint)
             .trigger(availableNow=True)
         )
-        rates[SCENARIOS[4]] = rows / timed(lambda: stream.start().awaitTermination())
+        seconds, started = run_query(stream)
+        rates[SCENARIOS[4]] = rows / seconds
+        if args.progress:
+            print("spark streaming read:")
+            progress(started)
         assert depth(url, queue) == 0
         drop(url, queue)
 
@@ -153,9 +184,14 @@ def run_broker(url: str, _pids: list[int], args: argparse.Namespace) -> dict[str
             .option("checkpointLocation", str(Path(work, "write")))
             .trigger(availableNow=True)
         )
-        rates[SCENARIOS[2]] = rows / timed(lambda: query.start().awaitTermination())
+        seconds, started = run_query(query)
+        rates[SCENARIOS[2]] = rows / seconds
+        if args.progress:
+            print("spark streaming write:")
+            progress(started)
         assert depth(url, queue) == rows
         drop(url, queue)
+    print(f"{url.rsplit('@', 1)[-1]}: {load()}", flush=True)
     return rates
 
 
@@ -173,7 +209,12 @@ def main() -> None:
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
     parser.add_argument("--rows", type=int, default=100_000)
     parser.add_argument("--body", type=int, default=100, help="body size in bytes")
-    parser.add_argument("--prefetch", type=int, default=10_000, help="stream read batch bound")
+    parser.add_argument(
+        "--prefetch",
+        type=int,
+        help=f"stream read batch bound (the reader's default: {DEFAULT_PREFETCH})",
+    )
+    parser.add_argument("--progress", action="store_true", help="per micro-batch durations")
     add_broker_options(parser)
     args = parser.parse_args()
     args.spark = session()
@@ -182,7 +223,7 @@ def main() -> None:
     table = [["rows/s", *names]]
     for scenario in SCENARIOS:
         table.append([scenario, *(f"{columns[name][scenario]:,.0f}" for name in names)])
-    print(f"{args.rows:,} messages of {args.body} bytes; Spark local[2]")
+    print(f"{args.rows:,} messages of {args.body} bytes; Spark local[2]; {load()}")
     print_table(table)
     args.spark.stop()
 

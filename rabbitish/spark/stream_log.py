@@ -23,14 +23,14 @@ UNSTABLE_HEADERS = frozenset({"x-delivery-count"})
 RANGE_FILE = re.compile(r"^(\d{20})-(\d{20})\.range$")
 
 
-def fingerprint(method: Any, props: pika.BasicProperties, body: bytes) -> str:
+def fingerprint(exchange: str, routing_key: str, props: pika.BasicProperties, body: bytes) -> str:
     """What identifies a message across redeliveries: where it was published, its properties
     and body. Two messages equal in all of these are interchangeable for a consumer."""
     fields = {k: v for k, v in vars(props).items() if v is not None}
     headers = fields.get("headers")
     if headers:
         fields["headers"] = {k: v for k, v in headers.items() if k not in UNSTABLE_HEADERS}
-    key = repr((method.exchange, method.routing_key, sorted(fields.items()), body))
+    key = repr((exchange, routing_key, sorted(fields.items()), body))
     return hashlib.blake2b(key.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
 
 

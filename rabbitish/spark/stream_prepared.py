@@ -32,7 +32,8 @@ def txn_name(reader: str, start: int) -> str:
 
 def prepare(channel: BlockingChannel, last_tag: int, name: str) -> None:
     """Ack every delivery up to `last_tag` (the batch: the oldest unacked deliveries of the
-    tx channel) into prepared transaction `name`; returns once the broker has it on disk."""
+    tx channel) into prepared transaction `name`; returns once the broker has it on disk.
+    Decisions staged before it apply at the same tx.commit."""
     channel.basic_ack(last_tag, multiple=True)
     props = pika.BasicProperties(headers={HALF_HEADER: name})
     channel.basic_publish(TXN_EXCHANGE, "prepare", b"", props)
@@ -42,12 +43,17 @@ def prepare(channel: BlockingChannel, last_tag: int, name: str) -> None:
 def decide_batches(channel: BlockingChannel, names: list[str]) -> None:
     """Commit prepared batches on the tx channel: their messages leave the queue. Repeating a
     commit is a no-op on the broker, and so is committing a name it never held."""
-    if not names:
-        return
+    if names:
+        stage_decisions(channel, names)
+        channel.tx_commit()
+
+
+def stage_decisions(channel: BlockingChannel, names: list[str]) -> None:
+    """The commit decisions of prepared batches, staged in the channel's tx: they apply at its
+    next tx.commit, also when that commit prepares another batch (docs/transactions.md)."""
     for name in names:
         props = pika.BasicProperties(headers={HALF_HEADER: name})
         channel.basic_publish(TXN_EXCHANGE, "commit", b"", props)
-    channel.tx_commit()
 
 
 class BatchReader:
