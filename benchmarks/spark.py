@@ -7,7 +7,10 @@ job and micro-batch overheads, as a user's job would.
                                [--only rabbitish] [--url URL]
 
 --progress prints where each streaming query's time went, micro-batch by micro-batch (Spark's
-durationMs); the load average is printed before and after each broker's run.
+durationMs); the load average is printed before and after each broker's run, and after each
+scenario the CPU it cost per row: the broker's, and this process tree's (the pika loop or the
+Spark driver, JVM and Python workers, reaped workers included): figures load distorts less
+than rates.
 
 Needs the spark extra (pip install -e '.[spark]') and Java 17 or 21.
 """
@@ -25,7 +28,7 @@ from typing import Any
 
 import pika
 
-from benchmarks.measure import print_table
+from benchmarks.measure import cpu_seconds, print_table, process_tree
 from benchmarks.side_by_side import add_broker_options, side_by_side
 from rabbitish.spark.options import DEFAULT_PREFETCH
 
@@ -50,12 +53,13 @@ def timed(run: Callable[[], Any]) -> float:
     return time.perf_counter() - start
 
 
-def run_query(writer: Any) -> tuple[float, Any]:
-    """Start a streaming query and wait for its end (Trigger.AvailableNow): (seconds, query)."""
+def run_query(writer: Any, started: list[Any]) -> float:
+    """Start a streaming query and wait for its end (Trigger.AvailableNow): seconds; the
+    query is appended to `started`."""
     start = time.perf_counter()
-    query = writer.start()
-    query.awaitTermination()
-    return time.perf_counter() - start, query
+    started.append(writer.start())
+    started[-1].awaitTermination()
+    return time.perf_counter() - start
 
 
 def fresh_queue(url: str) -> str:
@@ -121,6 +125,36 @@ def bodies(spark: Any, rows: int, size: int) -> Any:
     return spark.range(rows, numPartitions=2).select(padded.alias("body"))
 
 
+def client_cpu(broker: list[int]) -> float:
+    """CPU seconds of this process and its descendants but the broker, reaped ones included
+    (their time is in their parents' cutime and cstime)."""
+    total = 0
+    for pid in process_tree(os.getpid()):
+        if pid in broker:
+            continue
+        try:
+            stat = Path(f"/proc/{pid}/stat").read_text()
+        except OSError:
+            continue
+        fields = stat[stat.rindex(")") + 2 :].split()
+        total += sum(int(field) for field in fields[11:15])
+    return total / os.sysconf("SC_CLK_TCK")
+
+
+def costed(name: str, rows: int, broker: list[int], run: Callable[[], float]) -> float:
+    """rows/s of `run()` (which returns seconds), printing the CPU per row it cost."""
+    broker_before, client_before = cpu_seconds(broker), client_cpu(broker)
+    seconds = run()
+    broker_us = (cpu_seconds(broker) - broker_before) / rows * 1e6
+    client_us = (client_cpu(broker) - client_before) / rows * 1e6
+    print(
+        f"{name}: {rows / seconds:,.0f} rows/s; CPU per row: broker {broker_us:.1f} us, "
+        f"client {client_us:.1f} us",
+        flush=True,
+    )
+    return rows / seconds
+
+
 def load() -> str:
     return "load average " + " ".join(f"{n:.2f}" for n in os.getloadavg())
 
@@ -132,7 +166,7 @@ def progress(query: Any) -> None:
         print(f"  batch {batch['batchId']}: {batch['numInputRows']} rows; {durations}")
 
 
-def run_broker(url: str, _pids: list[int], args: argparse.Namespace) -> dict[str, float]:
+def run_broker(url: str, pids: list[int], args: argparse.Namespace) -> dict[str, float]:
     """The pika loops use the stream reader's batch size: `--prefetch`, else its default."""
     spark, rows, body = args.spark, args.rows, b"x" * args.body
     batch = args.prefetch or DEFAULT_PREFETCH
@@ -141,15 +175,21 @@ def run_broker(url: str, _pids: list[int], args: argparse.Namespace) -> dict[str
 
     queue = fresh_queue(url)
     warm_up(spark, url, queue)
-    rates[SCENARIOS[0]] = rows / timed(lambda: pika_publish(url, queue, rows, body))
+    rates[SCENARIOS[0]] = costed(
+        SCENARIOS[0], rows, pids, lambda: timed(lambda: pika_publish(url, queue, rows, body))
+    )
     assert depth(url, queue) == rows
-    rates[SCENARIOS[3]] = rows / timed(lambda: pika_consume(url, queue, rows, batch))
+    rates[SCENARIOS[3]] = costed(
+        SCENARIOS[3], rows, pids, lambda: timed(lambda: pika_consume(url, queue, rows, batch))
+    )
     drop(url, queue)
 
     queue = fresh_queue(url)
     frame = bodies(spark, rows, args.body)
     writer = frame.write.format("amqp").option("url", url).option("routingKey", queue)
-    rates[SCENARIOS[1]] = rows / timed(lambda: writer.mode("append").save())
+    rates[SCENARIOS[1]] = costed(
+        SCENARIOS[1], rows, pids, lambda: timed(lambda: writer.mode("append").save())
+    )
     assert depth(url, queue) == rows
 
     with tempfile.TemporaryDirectory(prefix="bench-spark-") as work:
@@ -164,11 +204,11 @@ def run_broker(url: str, _pids: list[int], args: argparse.Namespace) -> dict[str
             .option("checkpointLocation", checkpoint)
             .trigger(availableNow=True)
         )
-        seconds, started = run_query(stream)
-        rates[SCENARIOS[4]] = rows / seconds
+        started: list[Any] = []
+        rates[SCENARIOS[4]] = costed(SCENARIOS[4], rows, pids, lambda: run_query(stream, started))
         if args.progress:
             print("spark streaming read:")
-            progress(started)
+            progress(started[0])
         assert depth(url, queue) == 0
         drop(url, queue)
 
@@ -184,11 +224,11 @@ def run_broker(url: str, _pids: list[int], args: argparse.Namespace) -> dict[str
             .option("checkpointLocation", str(Path(work, "write")))
             .trigger(availableNow=True)
         )
-        seconds, started = run_query(query)
-        rates[SCENARIOS[2]] = rows / seconds
+        started.clear()
+        rates[SCENARIOS[2]] = costed(SCENARIOS[2], rows, pids, lambda: run_query(query, started))
         if args.progress:
             print("spark streaming write:")
-            progress(started)
+            progress(started[0])
         assert depth(url, queue) == rows
         drop(url, queue)
     print(f"{url.rsplit('@', 1)[-1]}: {load()}", flush=True)
