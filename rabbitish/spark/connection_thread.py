@@ -1,8 +1,8 @@
 """A thread that owns the streaming reader's connection. Spark calls the reader's planner only
-between micro-batches, and a pika connection takes deliveries in only while its thread drives
-it: left to Spark's calls, the next batch's messages would wait in the socket while Spark runs
+between micro-batches, and a blocking connection takes deliveries in only while its thread
+reads it: left to Spark's calls, the next batch's messages would wait in the socket while Spark runs
 this one. So the connection lives on a thread of its own; every call that touches it runs
-there (a pika connection belongs to one thread), and between calls the thread runs the
+there (the connection belongs to one thread), and between calls the thread runs the
 reader's idle step, which takes deliveries in and turns them into rows."""
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ class ConnectionThread:
         self._thread.start()
 
     def set_waker(self, waker: Callable[[], None]) -> None:
-        """What makes `idle` return early (pika's add_callback_threadsafe on the connection);
+        """What makes `idle` return early (the connection's `wake`);
         set on the thread, once the connection exists."""
         self._waker = waker
 

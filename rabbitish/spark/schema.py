@@ -7,12 +7,10 @@ import base64
 import datetime as dt
 import decimal
 import json
-import struct
 from collections.abc import Iterator
 from typing import Any
 
-import pika
-import pika.data
+from pamqp import commands, common
 from pyspark.sql.types import (
     BinaryType,
     BooleanType,
@@ -24,7 +22,12 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-from rabbitish.spark.frames import RawDelivery, encoded_properties
+from rabbitish.spark.amqp_client import (
+    RawDelivery,
+    decode_properties,
+    encode_properties,
+    timestamp,
+)
 from rabbitish.wire_names import CHECK_IMMUNITY_HEADER, CHECK_QUEUE_HEADER, HALF_HEADER
 
 SCHEMA = StructType(
@@ -42,24 +45,6 @@ SCHEMA = StructType(
         StructField("redelivered", BooleanType()),
     ]
 )
-_pika_decode_value = pika.data.decode_value
-
-
-def _decode_value(encoded: bytes, offset: int) -> tuple[Any, int]:
-    """pika's field-value decoder, except that it truncates float ('f') and double ('d')
-    header values to integers: those two are decoded here, everything else by pika."""
-    kind = encoded[offset : offset + 1]
-    if kind == b"f":
-        return struct.unpack_from(">f", encoded, offset + 1)[0], offset + 5
-    if kind == b"d":
-        return struct.unpack_from(">d", encoded, offset + 1)[0], offset + 9
-    return _pika_decode_value(encoded, offset)
-
-
-# Header tables (and arrays inside them) decode through this module-level name; every process
-# that turns messages into rows (driver and tasks) imports this module.
-pika.data.decode_value = _decode_value
-
 COLUMNS = tuple(SCHEMA.fieldNames())
 HEADERS_COLUMN = COLUMNS.index("headers")
 PERSISTENT = 2  # writes are transactional: by default they should also survive a restart
@@ -94,47 +79,34 @@ def render(value: Any) -> str | None:
     return json.dumps(value, default=lambda v: render(v) or None, sort_keys=True)
 
 
-def message_row(method: Any, props: pika.BasicProperties, body: bytes) -> tuple[Any, ...]:
-    """A basic.get-ok (pika's method, properties, body) as a row of SCHEMA."""
-    return (
-        body,
-        method.routing_key,
-        method.exchange,
-        *property_columns(props),
-        bool(method.redelivered),
-    )
-
-
-def property_columns(props: pika.BasicProperties) -> tuple[Any, ...]:
-    """The row's columns from headers to priority."""
-    stamp = props.timestamp
+def property_columns(props: commands.Basic.Properties) -> tuple[Any, ...]:
+    """The row's columns from headers to priority (timestamps come decoded, in UTC)."""
     return (
         {str(k): render(v) for k, v in (props.headers or {}).items()},
         props.content_type,
         props.message_id,
         props.correlation_id,
-        None if stamp is None else dt.datetime.fromtimestamp(stamp, tz=dt.UTC),
+        props.timestamp,
         props.delivery_mode,
         props.priority,
     )
 
 
 class DeliveryRows:
-    """Deliveries taken at frame level (frames.DeliveryReader) as rows of SCHEMA. A queue's
-    messages mostly share their encoded property list: each distinct one is decoded (by
-    pika) once, up to KNOWN of them, and its columns shared by the rows."""
+    """Messages as they arrive (amqp_client's RawDelivery, from basic.deliver or basic.get)
+    as rows of SCHEMA. A queue's messages mostly share their encoded property list: each
+    distinct one is decoded once, up to KNOWN of them, and its columns shared by the rows."""
 
     KNOWN = 4096
 
     def __init__(self) -> None:
-        self._known: dict[bytes, tuple[pika.BasicProperties, tuple[Any, ...]]] = {}
+        self._known: dict[bytes, tuple[commands.Basic.Properties, tuple[Any, ...]]] = {}
 
-    def properties(self, encoded: bytes) -> tuple[pika.BasicProperties, tuple[Any, ...]]:
+    def properties(self, encoded: bytes) -> tuple[commands.Basic.Properties, tuple[Any, ...]]:
         """The decoded properties and their columns."""
         known = self._known.get(encoded)
         if known is None:
-            props = pika.BasicProperties()
-            props.decode(encoded)
+            props = decode_properties(encoded)
             if len(self._known) >= self.KNOWN:
                 self._known.clear()
             known = self._known[encoded] = (props, property_columns(props))
@@ -233,8 +205,10 @@ def batch_messages(
         name for name in PROPERTY_COLUMNS if name in column and column[name].null_count < rows
     ]
     if not present:
-        headers = {HALF_HEADER: half_txn} if half_txn is not None else None
-        shared = encoded_properties(pika.BasicProperties(headers=headers, delivery_mode=PERSISTENT))
+        half: common.FieldTable | None = {HALF_HEADER: half_txn} if half_txn is not None else None
+        shared = encode_properties(
+            commands.Basic.Properties(headers=half, delivery_mode=PERSISTENT)
+        )
         yield from zip(exchanges, keys, [shared] * rows, bodies, strict=True)
         return
     values = {
@@ -242,20 +216,23 @@ def batch_messages(
         for name in PROPERTY_COLUMNS
     }
     for row, body in enumerate(bodies):
-        headers = {k: v for k, v in values["headers"][row] or () if k not in RESERVED_HEADERS}
+        headers: common.FieldTable = {
+            k: v for k, v in values["headers"][row] or () if k not in RESERVED_HEADERS
+        }
         if half_txn is not None:
             headers[HALF_HEADER] = half_txn
         mode = values["delivery_mode"][row]
-        props = pika.BasicProperties(
+        stamp = values["timestamp"][row]
+        props = commands.Basic.Properties(
             headers=headers or None,
             content_type=values["content_type"][row],
             message_id=values["message_id"][row],
             correlation_id=values["correlation_id"][row],
-            timestamp=values["timestamp"][row],
+            timestamp=None if stamp is None else timestamp(stamp),
             delivery_mode=PERSISTENT if mode is None else mode,
             priority=values["priority"][row],
         )
-        yield exchanges[row], keys[row], encoded_properties(props), body
+        yield exchanges[row], keys[row], encode_properties(props), body
 
 
 def _bytes(body: bytes | str | None) -> bytes:
@@ -271,7 +248,7 @@ def _routing(column: Any, option: str | None, rows: int) -> list[str]:
 
 
 def _values(column: Any) -> list[Any]:
-    """A property column's values as pika takes them: timestamps as whole seconds since the
+    """A property column's values as the properties take them: timestamps as whole seconds since the
     epoch (truncated, as AMQP timestamps are), map rows as (key, value) pairs."""
     import pyarrow as pa
 

@@ -8,6 +8,7 @@ takes the next batch's deliveries in while Spark runs this one."""
 
 from __future__ import annotations
 
+import contextlib
 import math
 import time
 import uuid
@@ -18,8 +19,6 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-import pika
-from pika.exceptions import AMQPError
 from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
 from pyspark.sql.streaming.datasource import (
     ReadAllAvailable,
@@ -30,8 +29,8 @@ from pyspark.sql.streaming.datasource import (
 )
 from pyspark.sql.types import StructType
 
+from rabbitish.spark.amqp_client import AmqpError, Channel, Connection, RawDelivery
 from rabbitish.spark.connection_thread import ConnectionThread
-from rabbitish.spark.frames import DeliveryReader, RawDelivery
 from rabbitish.spark.options import AmqpOptions
 from rabbitish.spark.schema import (
     SCHEMA,
@@ -89,9 +88,9 @@ class AmqpStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._txns: dict[int, tuple[int, str]] = {}  # prepared: start -> (end, txn name)
         self._target_count: int | None = None  # Trigger.AvailableNow: messages to take, prepared
         self._log: StreamLog | None = None
-        self._connection: pika.BlockingConnection | None = None
-        self._consumer: Any = None
-        self._deliveries: DeliveryReader | None = None
+        self._connection: Connection | None = None
+        self._consumer: Channel | None = None
+        self._consuming = False
         self._rows_of = DeliveryRows()
         self._rows: dict[int, tuple[Any, ...]] = {}  # offset -> row, planned and not committed
         self._tags: dict[int, int] = {}  # offset -> delivery tag on this connection, unacked
@@ -101,6 +100,12 @@ class AmqpStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._pending: deque[Delivery] = deque()
         self._pending_bytes = 0
         self._decision_staged = False  # a batch's commit decision waits for the next tx.commit
+        self._last_decided: str | None = None  # the last batch name decided (or staged)
+        self._reader_id: str | None = None  # names this query's batches (prepared)
+        self._caps_last: tuple[float, float] | None = None  # (rows, bytes) of the last plan
+        self._handed_out = -1  # prepared: the end of the last batch latestOffset returned
+        self._served = -1  # prepared: the end of the last batch whose partitions Spark took
+        self._arrow: dict[int, tuple[int, bytes]] = {}  # prepared ahead: start -> (end, IPC)
         self._thread: ConnectionThread | None = None
         self._received = 0
         self._next = 0  # the offset the next planned message gets
@@ -147,7 +152,12 @@ class AmqpStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return self._thread.call(work)
 
     def _close(self) -> None:
-        if self._connection is not None and self._connection.is_open:
+        """A commit decision still staged goes out first (it only frees messages Spark is done
+        with; lost, the restarted query decides the batch again)."""
+        if self._connection is not None:
+            if self._decision_staged and self._consumer is not None:
+                with contextlib.suppress(AmqpError):
+                    self._consumer.tx_commit()
             self._connection.close()
 
     def _initial_offset(self) -> dict[str, Any]:
@@ -170,7 +180,7 @@ class AmqpStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         prepared = self._is_prepared()
         if not prepared:
             self._opened()
-        consuming = self._deliveries is not None
+        consuming = self._consuming
         ready = self._ready()
         if consuming:
             self._pump(math.inf, BATCH_BYTES)
@@ -250,11 +260,17 @@ class AmqpStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         reader = start.get("reader")
         if reader is None:
             return {"seq": offset, "reader": uuid.uuid4().hex}
+        self._reader_id = str(reader)
         self._commit_prepared(start, at_once=False)
         planned = self._plan_batch(reader, offset, start, limit)
-        if self._decision_staged:  # no new batch was prepared to carry it
-            self._channel().tx_commit()
-            self._decision_staged = False
+        if planned is start:
+            if self._decision_staged:  # no batch is prepared to carry it: it goes alone
+                self._channel().tx_commit()
+                self._decision_staged = False
+            return planned
+        if start.get("txn") is not None:
+            planned["prev"] = start["txn"]
+        self._handed_out = int(planned["seq"])
         return planned
 
     def _plan_batch(
@@ -265,11 +281,14 @@ class AmqpStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             return {"seq": end, "reader": reader, "txn": name}
         name = txn_name(str(reader), offset)
         if not self._adopt_checked:
-            self._adopt_checked = True
+            # A dead run may have prepared batches Spark never recorded, one after the
+            # other (one planned, the next prepared ahead): adopted until a name is free.
             rows = self._batch_reader().read(name)
             if rows:
                 return self._planned(reader, offset, name, rows)
+            self._adopt_checked = True
         rows_cap, size = self._caps(limit)
+        self._caps_last = (rows_cap, size)
         want = min(rows_cap, self.options.prefetch)
         if self._target_count is not None and self._target is None:
             self._target = offset + self._target_count
@@ -299,9 +318,13 @@ class AmqpStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         previous run planned (the batch before it is then done: committed here). Fewer rows
         than offsets come back only when the broker lost transient messages in a restart."""
         first, last = int(start["seq"]), int(end["seq"])
+        self._served = last
         if first == last:
             return []
         self._commit_prepared(start)
+        prebuilt = self._arrow.get(first)
+        if prebuilt is not None and prebuilt[0] == last:
+            return [InputPartition(prebuilt[1])]
         if all(seq in self._rows for seq in range(first, last)):
             rows = [self._rows[seq] for seq in range(first, last)]
         else:
@@ -327,16 +350,53 @@ class AmqpStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         offset = int(end["seq"])
         name = end.get("txn")
         if name is not None and self._committed < offset:
+            # `prev`, the batch before, was decided by this run, or by the dead one with the
+            # tx that prepared a later batch, unless it died just before: deciding again is a
+            # no-op on the broker.
+            names = [str(n) for n in (end.get("prev"), name) if n is not None]
+            names = [n for n in names if n != self._last_decided]
             if at_once:
-                decide_batches(self._channel(), [str(name)])
+                decide_batches(self._channel(), names)
             else:
-                stage_decisions(self._channel(), [str(name)])
+                stage_decisions(self._channel(), names)
                 self._decision_staged = True
+            self._last_decided = str(name)
         self._committed = max(self._committed, offset)
         for seq in [seq for seq in self._rows if seq < self._committed]:
             del self._rows[seq]
         for first in [first for first, (last, _) in self._txns.items() if last <= offset]:
             del self._txns[first]
+        for first in [first for first, (last, _) in self._arrow.items() if last <= offset]:
+            del self._arrow[first]
+
+    def _prepare_ahead(self) -> bool:
+        """While Spark runs the batch handed out last, the next one is prepared as soon as a
+        full batch (by the last plan's caps) has arrived, its Arrow batch built: the
+        latestOffset that asks for it returns at once. The tx.commit that prepares it also
+        carries the decision staged for the batch before. A driver that dies leaves it
+        prepared under its deterministic name, and the restarted query adopts it."""
+        reader, caps = self._reader_id, self._caps_last
+        offset = self._next
+        if reader is None or caps is None or not self._adopt_checked:
+            return False
+        if offset != self._handed_out or offset in self._txns:
+            return False
+        rows_cap, size = caps
+        want = min(rows_cap, self.options.prefetch)
+        if self._target is not None:
+            want = min(want, self._target - offset)
+        if want <= 0 or (len(self._pending) < want and self._pending_bytes < size):
+            return False
+        taken = self._take(offset, want, size)
+        if not taken:
+            return False
+        name = txn_name(reader, offset)
+        prepare(self._channel(), max(d.tag for d in taken), name)
+        self._decision_staged = False
+        rows = [d.row for d in taken]
+        self._planned(reader, offset, name, rows)
+        self._arrow[offset] = (offset + len(rows), arrow_rows(rows))
+        return True
 
     def _batch_reader(self) -> BatchReader:
         if self._batches is None:
@@ -351,8 +411,7 @@ class AmqpStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         whose checkpoint already holds a log (started before the broker announced them, or by
         an older reader) goes on with the log, whose offsets it understands."""
         if self._prepared is None:
-            connection = self._connect()
-            capabilities = connection._impl.server_capabilities or {}
+            capabilities = self._connect().server_capabilities
             prepared = capabilities.get(HALF_TRANSACTIONS_CAPABILITY) is True
             if self.options.checkpoint or not prepared:
                 checkpoint = self.options.require_checkpoint()
@@ -403,24 +462,25 @@ class AmqpStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                     self._owed.setdefault(key, deque()).append(seq)
         return self._log
 
-    def _channel(self) -> Any:
+    def _channel(self) -> Channel:
         """The query's consumer: a tx channel, prefetch-bounded, heartbeats off unless the URL
         asks for them (the planner only runs when Spark calls it, and could miss them), its
-        deliveries taken at frame level (DeliveryReader). A lost connection fails the query:
+        deliveries parsed at frame level by the client. A lost connection fails the query:
         its delivery tags are gone, and a restart from the checkpoint is what matches the
         redelivered messages to the log."""
         channel = self._tx_channel()
-        if self._deliveries is None:
-            self._deliveries = DeliveryReader(self._connect(), channel.channel_number)
-            channel.basic_consume(self.queue, _not_through_pika, auto_ack=False)
+        if not self._consuming:
+            channel.basic_consume(self.queue)
+            self._consuming = True
         return channel
 
-    def _tx_channel(self) -> Any:
-        """The consumer's channel, consuming or not yet."""
+    def _tx_channel(self) -> Channel:
+        """The consumer's channel, consuming or not yet; a channel the broker closed raises
+        its code and text."""
         if self._connection is not None and not self._connection.is_open:
             raise RuntimeError(
                 f"the connection consuming {self.queue!r} closed; restart the query from its "
-                "checkpoint"
+                f"checkpoint ({self._connection.error!r})"
             )
         if self._consumer is None:
             connection = self._connect()
@@ -429,24 +489,23 @@ class AmqpStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             channel.tx_select()
             self._consumer = channel
             if self._thread is not None:
-                self._thread.set_waker(lambda: connection.add_callback_threadsafe(_nothing))
+                self._thread.set_waker(connection.wake)
+        self._consumer.check()
         return self._consumer
 
-    def _connect(self) -> pika.BlockingConnection:
+    def _connect(self) -> Connection:
+        """Heartbeats off unless the URL sets heartbeat=."""
         if self._connection is None:
-            params = pika.URLParameters(self.options.url)
-            if "heartbeat" not in self.options.url:
-                params.heartbeat = 0
-            self._connection = pika.BlockingConnection(params)
+            self._connection = Connection(self.options.url, heartbeat=0)
         return self._connection
 
     def _arrivals(self) -> None:
         """Deliveries that came in since the last look, made rows. A redelivered copy of a
         logged message settles that offset; anything else is new (always, with prepared
         batches: what a dead run prepared is never redelivered)."""
-        if self._deliveries is None:
+        if self._consumer is None:
             return
-        arrived = self._deliveries.take()
+        arrived = self._consumer.take()
         if not arrived:
             return
         self._received += len(arrived)
@@ -481,13 +540,19 @@ class AmqpStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         wait for: no consumer yet, enough waiting, or the connection is gone (the next call
         says so)."""
         connection = self._connection
-        if self._deliveries is None or connection is None or not connection.is_open:
+        if not self._consuming or connection is None or not connection.is_open:
             return False
+        if self._consumer is None or not self._consumer.is_open:
+            return False
+        running = self._prepared and self._served == self._handed_out  # Spark runs that batch
+        if running and not self._prepare_ahead() and self._decision_staged:
+            self._consumer.tx_commit()  # nothing to carry it soon: it goes alone
+            self._decision_staged = False
         if len(self._pending) >= self.options.prefetch or self._pending_bytes >= BATCH_BYTES:
             return False
         try:
-            connection.process_data_events(time_limit=IDLE_WAIT_SECONDS)
-        except AMQPError:
+            connection.process(IDLE_WAIT_SECONDS)
+        except AmqpError:
             return False
         self._arrivals()
         return True
@@ -500,14 +565,14 @@ class AmqpStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._arrivals()
         while len(self._pending) < want and self._pending_bytes < size:
             before = self._received
-            self._connection.process_data_events(time_limit=0)
+            self._connection.process(0)
             self._arrivals()
             if self._received == before:
                 return
 
     def _ready(self) -> int:
         """Messages ready on the queue (not counting those delivered to anyone)."""
-        return self._tx_channel().queue_declare(self.queue, passive=True).method.message_count
+        return self._tx_channel().queue_declare(self.queue, passive=True).message_count or 0
 
     def _await(self, want: float, size: float) -> None:
         """Trigger.AvailableNow: waits until `want` messages (or `size` body bytes) are
@@ -527,7 +592,7 @@ class AmqpStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             deadline = time.monotonic() + SETTLE_SECONDS
             while time.monotonic() < deadline and not enough():
                 assert self._connection is not None
-                self._connection.process_data_events(time_limit=SETTLE_SECONDS / 4)
+                self._connection.process(SETTLE_SECONDS / 4)
                 self._arrivals()
             if ready == 0 and self._received == before:
                 self._target = self._next + len(self._pending)
@@ -565,14 +630,3 @@ class AmqpStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         for seq in [seq for seq in self._rows if seq < self._committed]:
             del self._rows[seq]
         self._log_().record_committed(self._committed)
-
-
-def _not_through_pika(*_delivery: Any) -> None:
-    """basic.consume's callback for pika, which never sees a delivery of the channel: the
-    DeliveryReader takes them off the connection first."""
-    raise RuntimeError("a delivery reached pika past the DeliveryReader")
-
-
-def _nothing() -> None:
-    """Scheduled on the connection from another thread: its only effect is to cut short the
-    connection thread's wait for deliveries."""

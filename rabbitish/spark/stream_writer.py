@@ -8,12 +8,12 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-import pika
-from pika.adapters.blocking_connection import BlockingChannel
+from pamqp import commands
 from pyspark import TaskContext
 from pyspark.sql.datasource import DataSourceStreamArrowWriter, WriterCommitMessage
 from pyspark.sql.types import StructType
 
+from rabbitish.spark.amqp_client import Channel, encode_properties
 from rabbitish.spark.broker import decide, reused_session
 from rabbitish.spark.options import AmqpOptions
 from rabbitish.spark.schema import check_write_schema
@@ -98,18 +98,18 @@ class AmqpStreamWriter(DataSourceStreamArrowWriter):
             channel = amqp.channel
             queue = marker_queue(self.query)
             channel.queue_declare(queue, durable=True)
-            method, _props, body = channel.basic_get(queue, auto_ack=False)
-            done = method is not None and int(body) >= batchId
+            marker = channel.basic_get(queue)
+            done = marker is not None and int(marker[5]) >= batchId
             commit = [] if done else winners
             decide(channel, commit, "commit")
             decide(channel, self._other_ids(messages, batchId, set(commit)), "rollback")
             if not done:
-                if method is not None:
-                    channel.basic_ack(method.delivery_tag)  # replaced in the same tx
+                if marker is not None:
+                    channel.basic_ack(marker[0])  # replaced in the same tx
                 record(channel, queue, batchId)
-            elif method is not None:
+            elif marker is not None:
                 # Left as it was: back on its queue at this commit (the channel is kept).
-                channel.basic_nack(method.delivery_tag, requeue=True)
+                channel.basic_nack(marker[0], requeue=True)
             channel.tx_commit()
 
     def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
@@ -137,7 +137,11 @@ class AmqpStreamWriter(DataSourceStreamArrowWriter):
         return sweep(lambda p, a: batch_txn_id(query, batch, p, a), len(messages), highest, keep)
 
 
-def record(channel: BlockingChannel, queue: str, batch: int) -> None:
+MARKER_PROPERTIES = encode_properties(
+    commands.Basic.Properties(content_type="text/plain", delivery_mode=2)
+)
+
+
+def record(channel: Channel, queue: str, batch: int) -> None:
     """The marker message: the batch id as text, persistent on a durable queue."""
-    props = pika.BasicProperties(delivery_mode=2, content_type="text/plain")
-    channel.basic_publish("", queue, str(batch).encode(), props)
+    channel.publish("", queue, MARKER_PROPERTIES, str(batch).encode())

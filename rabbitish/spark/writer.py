@@ -1,7 +1,7 @@
 """Batch writes: one AMQP tx per task, and on rabbitish job-atomic writes through half
 transactions, so neither a retried task nor a failed job leaves duplicates or partial output
 behind where the broker can help it. Tasks take Spark's Arrow record batches as they come and
-publish at frame level (frames.py), on a tx channel their Python worker keeps between tasks."""
+publish at frame level (amqp_client), on a tx channel their Python worker keeps between tasks."""
 
 from __future__ import annotations
 
@@ -10,13 +10,12 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from pika.adapters.blocking_connection import BlockingChannel
 from pyspark import TaskContext
 from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
 from pyspark.sql.types import StructType
 
+from rabbitish.spark.amqp_client import Channel
 from rabbitish.spark.broker import decide, reused_session, session
-from rabbitish.spark.frames import FramePublisher
 from rabbitish.spark.options import AmqpOptions
 from rabbitish.spark.schema import batch_messages, check_write_schema
 from rabbitish.wire_names import HALF_TRANSACTIONS_CAPABILITY
@@ -99,12 +98,11 @@ def _commits(messages: list[WriterCommitMessage | None]) -> list[TaskCommit]:
 
 
 def publish_batches(
-    channel: BlockingChannel, batches: Iterator[Any], options: AmqpOptions, txn_id: str | None
+    channel: Channel, batches: Iterator[Any], options: AmqpOptions, txn_id: str | None
 ) -> int:
     """Publish every row of the record batches (as half messages of `txn_id` when given);
     returns the count. The caller commits the channel's tx."""
-    publisher = FramePublisher(channel)
-    publish = publisher.publish
+    publish = channel.publish
     count = 0
     for batch in batches:
         for exchange, routing_key, properties, body in batch_messages(
@@ -112,7 +110,7 @@ def publish_batches(
         ):
             publish(exchange, routing_key, properties, body)
         count += batch.num_rows
-    publisher.flush()
+    channel.flush()
     return count
 
 
