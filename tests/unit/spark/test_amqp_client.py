@@ -7,6 +7,7 @@ the broker's channel and connection closes surfaced with their codes and texts."
 from __future__ import annotations
 
 import datetime as dt
+from urllib.parse import quote
 
 import pytest
 
@@ -184,3 +185,23 @@ def test_deliveries_taken_while_a_large_one_arrives_lose_nothing(connection, uid
         connection.process(5)
         taken += [delivery[5] for delivery in channel.take()]
     assert taken == [b"a", big, b"b"]
+
+
+def test_amqps_urls_connect_over_tls(tmp_path):
+    """amqps:// with the CA named in ssl_options, as pika's URLs name it; the server
+    certificate is checked against the host name."""
+    from rabbitish.testing import running_broker
+    from tests.support.tls import make_ca
+
+    ca = make_ca(tmp_path / "ca")
+    with running_broker(
+        tls_port=0, certfile=ca.server.cert, keyfile=ca.server.key, cafile=ca.cafile
+    ) as broker:
+        options = quote(repr({"cafile": ca.cafile}))
+        url = f"amqps://guest:guest@localhost:{broker.tls_port}/%2F?ssl_options={options}"
+        conn = Connection(url)
+        try:
+            channel = conn.channel()
+            assert channel.queue_declare("", exclusive=True).queue
+        finally:
+            conn.close()
