@@ -58,6 +58,9 @@ SETTLE_SECONDS = 0.2
 # deliveries in up to this much too (or prefetch messages); past it they wait in the socket.
 BATCH_BYTES = 64 << 20
 IDLE_WAIT_SECONDS = 0.05  # one wait for deliveries by the idle thread (a call cuts it short)
+# How long a staged commit decision waits for a prepare's tx.commit to carry it before the idle
+# thread commits it alone (until then its messages stay locked on the broker, nothing more).
+DECISION_LINGER_SECONDS = 1.0
 
 
 @dataclass(slots=True)
@@ -100,6 +103,7 @@ class AmqpStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._pending: deque[Delivery] = deque()
         self._pending_bytes = 0
         self._decision_staged = False  # a batch's commit decision waits for the next tx.commit
+        self._staged_at = 0.0
         self._last_decided: str | None = None  # the last batch name decided (or staged)
         self._reader_id: str | None = None  # names this query's batches (prepared)
         self._caps_last: tuple[float, float] | None = None  # (rows, bytes) of the last plan
@@ -241,8 +245,11 @@ class AmqpStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return [InputPartition(arrow_rows(rows))] if rows else []
 
     def _commit(self, end: dict[str, Any]) -> None:
+        """Prepared batches: the decision is staged, for the tx.commit that prepares the next
+        batch (or alone, DECISION_LINGER_SECONDS later): Spark has recorded the batch as done,
+        and a restart decides it again from the offsets, which name it."""
         if self._is_prepared():
-            self._commit_prepared(end)
+            self._commit_prepared(end, at_once=False)
             return
         self._opened()
         self._settle(int(end["seq"]))
@@ -359,6 +366,8 @@ class AmqpStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 decide_batches(self._channel(), names)
             else:
                 stage_decisions(self._channel(), names)
+                if not self._decision_staged:
+                    self._staged_at = time.monotonic()
                 self._decision_staged = True
             self._last_decided = str(name)
         self._committed = max(self._committed, offset)
@@ -544,9 +553,11 @@ class AmqpStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             return False
         if self._consumer is None or not self._consumer.is_open:
             return False
-        running = self._prepared and self._served == self._handed_out  # Spark runs that batch
-        if running and not self._prepare_ahead() and self._decision_staged:
-            self._consumer.tx_commit()  # nothing to carry it soon: it goes alone
+        if self._prepared and self._served == self._handed_out:  # Spark runs that batch
+            self._prepare_ahead()
+        lingered = time.monotonic() - self._staged_at >= DECISION_LINGER_SECONDS
+        if self._decision_staged and lingered:
+            self._consumer.tx_commit()  # no prepare came to carry it: it goes alone
             self._decision_staged = False
         if len(self._pending) >= self.options.prefetch or self._pending_bytes >= BATCH_BYTES:
             return False
