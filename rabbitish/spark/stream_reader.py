@@ -30,6 +30,7 @@ from pyspark.sql.streaming.datasource import (
 from pyspark.sql.types import StructType
 
 from rabbitish.spark.amqp_client import AmqpError, Channel, Connection, RawDelivery
+from rabbitish.spark.broker import decide
 from rabbitish.spark.connection_thread import ConnectionThread
 from rabbitish.spark.options import AmqpOptions
 from rabbitish.spark.schema import (
@@ -104,6 +105,7 @@ class AmqpStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._pending_bytes = 0
         self._decision_staged = False  # a batch's commit decision waits for the next tx.commit
         self._staged_at = 0.0
+        self._commits: deque[dict[str, Any]] = deque()  # Spark's commits, for the thread
         self._last_decided: str | None = None  # the last batch name decided (or staged)
         self._reader_id: str | None = None  # names this query's batches (prepared)
         self._caps_last: tuple[float, float] | None = None  # (rows, bytes) of the last plan
@@ -131,6 +133,12 @@ class AmqpStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return self._on_thread(lambda: self._partitions(start, end))
 
     def commit(self, end: dict[str, Any]) -> None:
+        """Prepared batches: only stages a decision, so it is queued and Spark goes on; the
+        connection's thread takes it before its next step (and before any later call of
+        Spark's), instead of Spark waiting for a prepare in progress there."""
+        if self._prepared:
+            self._commits.append(end)
+            return
         self._on_thread(lambda: self._commit(end))
 
     def stop(self) -> None:
@@ -153,15 +161,34 @@ class AmqpStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         tasks never get one)."""
         if self._thread is None:
             self._thread = ConnectionThread(f"amqp-stream-{self.queue}", self._take_in)
-        return self._thread.call(work)
+
+        def after_commits() -> Any:
+            self._queued_commits()
+            return work()
+
+        return self._thread.call(after_commits)
+
+    def _queued_commits(self) -> None:
+        """The commits Spark made since the last step, in order (on the thread)."""
+        while self._commits:
+            self._commit(self._commits.popleft())
 
     def _close(self) -> None:
         """A commit decision still staged goes out first (it only frees messages Spark is done
-        with; lost, the restarted query decides the batch again)."""
+        with; lost, the restarted query decides the batch again), and a batch prepared ahead
+        that Spark never asked for is rolled back: its messages go back to the queue, as
+        they would have stayed there without the look-ahead (lost, the restarted query adopts
+        the batch by its name)."""
         if self._connection is not None:
-            if self._decision_staged and self._consumer is not None:
+            consumer = self._consumer
+            if consumer is not None and self._connection.is_open:
+                ahead = self._txns.get(self._handed_out) if self._prepared else None
                 with contextlib.suppress(AmqpError):
-                    self._consumer.tx_commit()
+                    self._queued_commits()
+                    if ahead is not None:
+                        decide(consumer, [ahead[1]], "rollback")
+                    if ahead is not None or self._decision_staged:
+                        consumer.tx_commit()
             self._connection.close()
 
     def _initial_offset(self) -> dict[str, Any]:
@@ -551,6 +578,7 @@ class AmqpStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         connection = self._connection
         if not self._consuming or connection is None or not connection.is_open:
             return False
+        self._queued_commits()
         if self._consumer is None or not self._consumer.is_open:
             return False
         if self._prepared and self._served == self._handed_out:  # Spark runs that batch
