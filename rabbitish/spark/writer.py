@@ -101,7 +101,9 @@ def publish_batches(
     channel: Channel, batches: Iterator[Any], options: AmqpOptions, txn_id: str | None
 ) -> int:
     """Publish every row of the record batches (as half messages of `txn_id` when given);
-    returns the count. The caller commits the channel's tx."""
+    returns the count. The caller commits the channel's tx. Each record batch's frames are
+    written out when it is done (and every 1 MiB): rows leave as Spark hands them over, not
+    all at the task's end."""
     publish = channel.publish
     count = 0
     for batch in batches:
@@ -110,6 +112,7 @@ def publish_batches(
         ):
             publish(exchange, routing_key, properties, body)
         count += batch.num_rows
+        channel.flush()
     channel.flush()
     return count
 
