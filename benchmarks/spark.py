@@ -3,7 +3,14 @@ moving the same messages: rows/s for a batch write, a streaming write and a stre
 local Spark session (local[2]) serves every broker; each Spark figure includes Spark's own
 job and micro-batch overheads, as a user's job would.
 
-    python -m benchmarks.spark [--rows 100000] [--body 100] [--only rabbitish] [--url URL]
+    python -m benchmarks.spark [--rows 100000] [--body 100] [--prefetch N] [--progress]
+                               [--only rabbitish] [--url URL]
+
+--progress prints where each streaming query's time went, micro-batch by micro-batch (Spark's
+durationMs); the load average is printed before and after each broker's run, and after each
+scenario the CPU it cost per row: the broker's, and this process tree's (the pika loop or the
+Spark driver, JVM and Python workers, reaped workers included): figures load distorts less
+than rates.
 
 Needs the spark extra (pip install -e '.[spark]') and Java 17 or 21.
 """
@@ -11,6 +18,7 @@ Needs the spark extra (pip install -e '.[spark]') and Java 17 or 21.
 from __future__ import annotations
 
 import argparse
+import os
 import tempfile
 import time
 import uuid
@@ -20,8 +28,9 @@ from typing import Any
 
 import pika
 
-from benchmarks.measure import print_table
+from benchmarks.measure import cpu_seconds, print_table, process_tree
 from benchmarks.side_by_side import add_broker_options, side_by_side
+from rabbitish.spark.options import DEFAULT_PREFETCH
 
 SCENARIOS = (
     "pika publish loop (1 tx)",
@@ -41,6 +50,15 @@ def session() -> Any:
 def timed(run: Callable[[], Any]) -> float:
     start = time.perf_counter()
     run()
+    return time.perf_counter() - start
+
+
+def run_query(writer: Any, started: list[Any]) -> float:
+    """Start a streaming query and wait for its end (Trigger.AvailableNow): seconds; the
+    query is appended to `started`."""
+    start = time.perf_counter()
+    started.append(writer.start())
+    started[-1].awaitTermination()
     return time.perf_counter() - start
 
 
@@ -107,37 +125,90 @@ def bodies(spark: Any, rows: int, size: int) -> Any:
     return spark.range(rows, numPartitions=2).select(padded.alias("body"))
 
 
-def run_broker(url: str, _pids: list[int], args: argparse.Namespace) -> dict[str, float]:
+def client_cpu(broker: list[int]) -> float:
+    """CPU seconds of this process and its descendants but the broker, reaped ones included
+    (their time is in their parents' cutime and cstime)."""
+    total = 0
+    for pid in process_tree(os.getpid()):
+        if pid in broker:
+            continue
+        try:
+            stat = Path(f"/proc/{pid}/stat").read_text()
+        except OSError:
+            continue
+        fields = stat[stat.rindex(")") + 2 :].split()
+        total += sum(int(field) for field in fields[11:15])
+    return total / os.sysconf("SC_CLK_TCK")
+
+
+def costed(name: str, rows: int, broker: list[int], run: Callable[[], float]) -> float:
+    """rows/s of `run()` (which returns seconds), printing the CPU per row it cost."""
+    broker_before, client_before = cpu_seconds(broker), client_cpu(broker)
+    seconds = run()
+    broker_us = (cpu_seconds(broker) - broker_before) / rows * 1e6
+    client_us = (client_cpu(broker) - client_before) / rows * 1e6
+    print(
+        f"{name}: {rows / seconds:,.0f} rows/s; CPU per row: broker {broker_us:.1f} us, "
+        f"client {client_us:.1f} us",
+        flush=True,
+    )
+    return rows / seconds
+
+
+def load() -> str:
+    return "load average " + " ".join(f"{n:.2f}" for n in os.getloadavg())
+
+
+def progress(query: Any) -> None:
+    """Each micro-batch's rows and Spark's durationMs (ms), in the order Spark reports them."""
+    for batch in query.recentProgress:
+        durations = " ".join(f"{k}={v}" for k, v in batch["durationMs"].items())
+        print(f"  batch {batch['batchId']}: {batch['numInputRows']} rows; {durations}")
+
+
+def run_broker(url: str, pids: list[int], args: argparse.Namespace) -> dict[str, float]:
+    """The pika loops use the stream reader's batch size: `--prefetch`, else its default."""
     spark, rows, body = args.spark, args.rows, b"x" * args.body
+    batch = args.prefetch or DEFAULT_PREFETCH
     rates: dict[str, float] = {}
+    print(f"{url.rsplit('@', 1)[-1]}: {load()}", flush=True)
 
     queue = fresh_queue(url)
     warm_up(spark, url, queue)
-    rates[SCENARIOS[0]] = rows / timed(lambda: pika_publish(url, queue, rows, body))
+    rates[SCENARIOS[0]] = costed(
+        SCENARIOS[0], rows, pids, lambda: timed(lambda: pika_publish(url, queue, rows, body))
+    )
     assert depth(url, queue) == rows
-    rates[SCENARIOS[3]] = rows / timed(lambda: pika_consume(url, queue, rows, args.prefetch))
+    rates[SCENARIOS[3]] = costed(
+        SCENARIOS[3], rows, pids, lambda: timed(lambda: pika_consume(url, queue, rows, batch))
+    )
     drop(url, queue)
 
     queue = fresh_queue(url)
     frame = bodies(spark, rows, args.body)
     writer = frame.write.format("amqp").option("url", url).option("routingKey", queue)
-    rates[SCENARIOS[1]] = rows / timed(lambda: writer.mode("append").save())
+    rates[SCENARIOS[1]] = costed(
+        SCENARIOS[1], rows, pids, lambda: timed(lambda: writer.mode("append").save())
+    )
     assert depth(url, queue) == rows
 
     with tempfile.TemporaryDirectory(prefix="bench-spark-") as work:
         checkpoint = str(Path(work, "read"))
+        source = spark.readStream.format("amqp").option("url", url).option("queue", queue)
+        if args.prefetch:
+            source = source.option("prefetch", args.prefetch)
         stream = (
-            spark.readStream.format("amqp")
-            .option("url", url)
-            .option("queue", queue)
-            .option("prefetch", args.prefetch)
-            .option("checkpointLocation", checkpoint)
+            source.option("checkpointLocation", checkpoint)
             .load()
             .writeStream.format("noop")
             .option("checkpointLocation", checkpoint)
             .trigger(availableNow=True)
         )
-        rates[SCENARIOS[4]] = rows / timed(lambda: stream.start().awaitTermination())
+        started: list[Any] = []
+        rates[SCENARIOS[4]] = costed(SCENARIOS[4], rows, pids, lambda: run_query(stream, started))
+        if args.progress:
+            print("spark streaming read:")
+            progress(started[0])
         assert depth(url, queue) == 0
         drop(url, queue)
 
@@ -153,9 +224,14 @@ def run_broker(url: str, _pids: list[int], args: argparse.Namespace) -> dict[str
             .option("checkpointLocation", str(Path(work, "write")))
             .trigger(availableNow=True)
         )
-        rates[SCENARIOS[2]] = rows / timed(lambda: query.start().awaitTermination())
+        started.clear()
+        rates[SCENARIOS[2]] = costed(SCENARIOS[2], rows, pids, lambda: run_query(query, started))
+        if args.progress:
+            print("spark streaming write:")
+            progress(started[0])
         assert depth(url, queue) == rows
         drop(url, queue)
+    print(f"{url.rsplit('@', 1)[-1]}: {load()}", flush=True)
     return rates
 
 
@@ -173,7 +249,12 @@ def main() -> None:
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
     parser.add_argument("--rows", type=int, default=100_000)
     parser.add_argument("--body", type=int, default=100, help="body size in bytes")
-    parser.add_argument("--prefetch", type=int, default=10_000, help="stream read batch bound")
+    parser.add_argument(
+        "--prefetch",
+        type=int,
+        help=f"stream read batch bound (the reader's default: {DEFAULT_PREFETCH})",
+    )
+    parser.add_argument("--progress", action="store_true", help="per micro-batch durations")
     add_broker_options(parser)
     args = parser.parse_args()
     args.spark = session()
@@ -182,7 +263,7 @@ def main() -> None:
     table = [["rows/s", *names]]
     for scenario in SCENARIOS:
         table.append([scenario, *(f"{columns[name][scenario]:,.0f}" for name in names)])
-    print(f"{args.rows:,} messages of {args.body} bytes; Spark local[2]")
+    print(f"{args.rows:,} messages of {args.body} bytes; Spark local[2]; {load()}")
     print_table(table)
     args.spark.stop()
 

@@ -11,6 +11,7 @@ MODES = ("browse", "drain")
 # Unacknowledged messages a streaming read holds at most (basic.qos): a micro-batch's messages
 # stay unacked until Spark commits it, so this also bounds a batch.
 DEFAULT_PREFETCH = 10_000
+MAX_PREFETCH = 65_535  # basic.qos's prefetch-count is a 16-bit field
 
 
 class AmqpOptionError(ValueError):
@@ -56,7 +57,7 @@ class AmqpOptions:
             checkpoint=lowered.get("checkpointlocation"),
             max_rows=_positive("maxRows", lowered.get("maxrows")),
             max_bytes=_positive("maxBytes", lowered.get("maxbytes")),
-            prefetch=_positive("prefetch", lowered.get("prefetch")) or DEFAULT_PREFETCH,
+            prefetch=_prefetch(lowered.get("prefetch")),
         )
 
     def require_queue(self) -> str:
@@ -75,6 +76,15 @@ class AmqpOptions:
                 "directory, on a file system the driver can write)"
             )
         return self.checkpoint.removeprefix("file://").removeprefix("file:")
+
+
+def _prefetch(value: str | None) -> int:
+    prefetch = _positive("prefetch", value) or DEFAULT_PREFETCH
+    if prefetch > MAX_PREFETCH:
+        raise AmqpOptionError(
+            f"prefetch must be at most {MAX_PREFETCH} (basic.qos's limit), got {prefetch}"
+        )
+    return prefetch
 
 
 def _positive(name: str, value: str | None) -> int | None:

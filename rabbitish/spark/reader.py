@@ -12,7 +12,7 @@ from pyspark.sql.types import StructType
 
 from rabbitish.spark.broker import session
 from rabbitish.spark.options import AmqpOptions
-from rabbitish.spark.schema import SCHEMA, AmqpSchemaError, message_row
+from rabbitish.spark.schema import SCHEMA, AmqpSchemaError, DeliveryRows
 
 
 class AmqpReader(DataSourceReader):
@@ -34,17 +34,18 @@ class AmqpReader(DataSourceReader):
         nothing, and closing its connection requeues what it took."""
         drain = self.options.mode == "drain"
         limit = self.options.max_messages
+        rows = DeliveryRows()
         with session(self.options.url, tx=drain) as amqp:
             channel = amqp.channel
             last_tag = None
             taken = 0
             while limit is None or taken < limit:
-                method, props, body = channel.basic_get(self.queue, auto_ack=False)
-                if method is None:
+                message = channel.basic_get(self.queue)
+                if message is None:
                     break
-                last_tag = method.delivery_tag
+                last_tag = message[0]
                 taken += 1
-                yield message_row(method, props, body)
+                yield rows.row(message)
             if last_tag is None:
                 return
             if drain:

@@ -7,13 +7,10 @@ import base64
 import datetime as dt
 import decimal
 import json
-import struct
-from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from collections.abc import Iterator
 from typing import Any
 
-import pika
-import pika.data
+from pamqp import commands, common
 from pyspark.sql.types import (
     BinaryType,
     BooleanType,
@@ -25,6 +22,12 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
+from rabbitish.spark.amqp_client import (
+    RawDelivery,
+    decode_properties,
+    encode_properties,
+    timestamp,
+)
 from rabbitish.wire_names import CHECK_IMMUNITY_HEADER, CHECK_QUEUE_HEADER, HALF_HEADER
 
 SCHEMA = StructType(
@@ -42,24 +45,6 @@ SCHEMA = StructType(
         StructField("redelivered", BooleanType()),
     ]
 )
-_pika_decode_value = pika.data.decode_value
-
-
-def _decode_value(encoded: bytes, offset: int) -> tuple[Any, int]:
-    """pika's field-value decoder, except that it truncates float ('f') and double ('d')
-    header values to integers: those two are decoded here, everything else by pika."""
-    kind = encoded[offset : offset + 1]
-    if kind == b"f":
-        return struct.unpack_from(">f", encoded, offset + 1)[0], offset + 5
-    if kind == b"d":
-        return struct.unpack_from(">d", encoded, offset + 1)[0], offset + 9
-    return _pika_decode_value(encoded, offset)
-
-
-# Header tables (and arrays inside them) decode through this module-level name; every process
-# that turns messages into rows (driver and tasks) imports this module.
-pika.data.decode_value = _decode_value
-
 COLUMNS = tuple(SCHEMA.fieldNames())
 HEADERS_COLUMN = COLUMNS.index("headers")
 PERSISTENT = 2  # writes are transactional: by default they should also survive a restart
@@ -94,22 +79,42 @@ def render(value: Any) -> str | None:
     return json.dumps(value, default=lambda v: render(v) or None, sort_keys=True)
 
 
-def message_row(method: Any, props: pika.BasicProperties, body: bytes) -> tuple[Any, ...]:
-    """A basic.get-ok (pika's method, properties, body) as a row of SCHEMA."""
-    stamp = props.timestamp
+def property_columns(props: commands.Basic.Properties) -> tuple[Any, ...]:
+    """The row's columns from headers to priority (timestamps come decoded, in UTC)."""
     return (
-        body,
-        method.routing_key,
-        method.exchange,
         {str(k): render(v) for k, v in (props.headers or {}).items()},
         props.content_type,
         props.message_id,
         props.correlation_id,
-        None if stamp is None else dt.datetime.fromtimestamp(stamp, tz=dt.UTC),
+        props.timestamp,
         props.delivery_mode,
         props.priority,
-        bool(method.redelivered),
     )
+
+
+class DeliveryRows:
+    """Messages as they arrive (amqp_client's RawDelivery, from basic.deliver or basic.get)
+    as rows of SCHEMA. A queue's messages mostly share their encoded property list: each
+    distinct one is decoded once, up to KNOWN of them, and its columns shared by the rows."""
+
+    KNOWN = 4096
+
+    def __init__(self) -> None:
+        self._known: dict[bytes, tuple[commands.Basic.Properties, tuple[Any, ...]]] = {}
+
+    def properties(self, encoded: bytes) -> tuple[commands.Basic.Properties, tuple[Any, ...]]:
+        """The decoded properties and their columns."""
+        known = self._known.get(encoded)
+        if known is None:
+            props = decode_properties(encoded)
+            if len(self._known) >= self.KNOWN:
+                self._known.clear()
+            known = self._known[encoded] = (props, property_columns(props))
+        return known
+
+    def row(self, delivery: RawDelivery) -> tuple[Any, ...]:
+        _tag, redelivered, exchange, routing_key, encoded, body = delivery
+        return (body, routing_key, exchange, *self.properties(encoded)[1], redelivered)
 
 
 def arrow_rows(rows: list[tuple[Any, ...]]) -> bytes:
@@ -120,9 +125,12 @@ def arrow_rows(rows: list[tuple[Any, ...]]) -> bytes:
     import pyarrow as pa
 
     schema = _arrow_schema()
-    columns: list[Any] = [list(column) for column in zip(*rows, strict=True)]
-    headers = columns[HEADERS_COLUMN]
-    columns[HEADERS_COLUMN] = [None if h is None else list(h.items()) for h in headers]
+    columns: list[Any] = list(zip(*rows, strict=True))
+    pairs: dict[int, list[tuple[str, str | None]]] = {}  # rows often share one headers dict
+    columns[HEADERS_COLUMN] = [
+        None if h is None else pairs.get(id(h)) or pairs.setdefault(id(h), list(h.items()))
+        for h in columns[HEADERS_COLUMN]
+    ]
     arrays = [pa.array(c, type=f.type) for c, f in zip(columns, schema, strict=True)]
     batch = pa.RecordBatch.from_arrays(arrays, schema=schema)
     sink = pa.BufferOutputStream()
@@ -162,37 +170,92 @@ def check_write_schema(schema: StructType) -> None:
         )
 
 
-@dataclass(frozen=True)
-class Publish:
-    """One row as basic.publish arguments."""
+# The columns that become message properties; a batch with none of them (or only nulls in
+# them) publishes every row with the same properties, encoded once.
+PROPERTY_COLUMNS = (
+    "headers",
+    "content_type",
+    "message_id",
+    "correlation_id",
+    "timestamp",
+    "delivery_mode",
+    "priority",
+)
+# Arrow timestamp units per second.
+_UNITS = {"s": 1, "ms": 1_000, "us": 1_000_000, "ns": 1_000_000_000}
 
-    exchange: str
-    routing_key: str
-    body: bytes
-    properties: pika.BasicProperties
+# A message as the sink publishes it: exchange, routing key, encoded properties, body.
+Message = tuple[str, str, bytes, bytes]
 
 
-def row_publish(row: Mapping[str, Any], exchange: str | None, routing_key: str | None) -> Publish:
-    """Options win over the row's exchange / routing_key columns; missing columns take the
-    defaults (default exchange, empty routing key, persistent)."""
-    body = row.get("body")
+def batch_messages(
+    batch: Any, exchange: str | None, routing_key: str | None, half_txn: str | None
+) -> Iterator[Message]:
+    """A pyarrow record batch of the write schema as messages, row by row. Options win over
+    the exchange / routing_key columns; missing columns and nulls take the defaults (default
+    exchange, empty routing key, persistent); `half_txn` adds the half-transaction header to
+    every message, after the reserved headers of the rows were dropped."""
+    names = batch.schema.names
+    rows = batch.num_rows
+    column = {name: batch.column(names.index(name)) for name in names}
+    bodies = [_bytes(body) for body in column["body"].to_pylist()]
+    exchanges = _routing(column.get("exchange"), exchange, rows)
+    keys = _routing(column.get("routing_key"), routing_key, rows)
+    present = [
+        name for name in PROPERTY_COLUMNS if name in column and column[name].null_count < rows
+    ]
+    if not present:
+        half: common.FieldTable | None = {HALF_HEADER: half_txn} if half_txn is not None else None
+        shared = encode_properties(
+            commands.Basic.Properties(headers=half, delivery_mode=PERSISTENT)
+        )
+        yield from zip(exchanges, keys, [shared] * rows, bodies, strict=True)
+        return
+    values = {
+        name: _values(column[name]) if name in present else [None] * rows
+        for name in PROPERTY_COLUMNS
+    }
+    for row, body in enumerate(bodies):
+        headers: common.FieldTable = {
+            k: v for k, v in values["headers"][row] or () if k not in RESERVED_HEADERS
+        }
+        if half_txn is not None:
+            headers[HALF_HEADER] = half_txn
+        mode = values["delivery_mode"][row]
+        stamp = values["timestamp"][row]
+        props = commands.Basic.Properties(
+            headers=headers or None,
+            content_type=values["content_type"][row],
+            message_id=values["message_id"][row],
+            correlation_id=values["correlation_id"][row],
+            timestamp=None if stamp is None else timestamp(stamp),
+            delivery_mode=PERSISTENT if mode is None else mode,
+            priority=values["priority"][row],
+        )
+        yield exchanges[row], keys[row], encode_properties(props), body
+
+
+def _bytes(body: bytes | str | None) -> bytes:
     if isinstance(body, str):
-        body = body.encode()
-    headers = {k: v for k, v in (row.get("headers") or {}).items() if k not in RESERVED_HEADERS}
-    stamp = row.get("timestamp")
-    mode = row.get("delivery_mode")
-    props = pika.BasicProperties(
-        headers=headers or None,
-        content_type=row.get("content_type"),
-        message_id=row.get("message_id"),
-        correlation_id=row.get("correlation_id"),
-        timestamp=None if stamp is None else int(stamp.timestamp()),
-        delivery_mode=PERSISTENT if mode is None else mode,
-        priority=row.get("priority"),
-    )
-    return Publish(
-        exchange if exchange is not None else row.get("exchange") or "",
-        routing_key if routing_key is not None else row.get("routing_key") or "",
-        bytes(body or b""),
-        props,
-    )
+        return body.encode()
+    return bytes(body or b"")
+
+
+def _routing(column: Any, option: str | None, rows: int) -> list[str]:
+    if option is not None or column is None:
+        return [option or ""] * rows
+    return [value or "" for value in column.to_pylist()]
+
+
+def _values(column: Any) -> list[Any]:
+    """A property column's values as the properties take them: timestamps as whole seconds since the
+    epoch (truncated, as AMQP timestamps are), map rows as (key, value) pairs."""
+    import pyarrow as pa
+
+    if pa.types.is_timestamp(column.type):
+        per_second = _UNITS[column.type.unit]
+        return [
+            None if t is None else (t // per_second if t >= 0 else -(-t // per_second))
+            for t in column.cast(pa.int64()).to_pylist()
+        ]
+    return list(column.to_pylist())

@@ -16,21 +16,29 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import pika
+from pamqp import commands
 
 # Headers a broker may add or change when it redelivers a message (quorum queues count).
 UNSTABLE_HEADERS = frozenset({"x-delivery-count"})
 RANGE_FILE = re.compile(r"^(\d{20})-(\d{20})\.range$")
 
 
-def fingerprint(method: Any, props: pika.BasicProperties, body: bytes) -> str:
+def fingerprint(
+    exchange: str, routing_key: str, props: commands.Basic.Properties, body: bytes
+) -> str:
     """What identifies a message across redeliveries: where it was published, its properties
-    and body. Two messages equal in all of these are interchangeable for a consumer."""
-    fields = {k: v for k, v in vars(props).items() if v is not None}
+    and body. Two messages equal in all of these are interchangeable for a consumer. The
+    properties are keyed as the log has always keyed them (`type`, timestamps in seconds),
+    so a log written before keeps matching."""
+    fields: dict[str, Any] = {k: v for k, v in props if v is not None}
+    if "message_type" in fields:
+        fields["type"] = fields.pop("message_type")
+    if "timestamp" in fields:
+        fields["timestamp"] = int(fields["timestamp"].timestamp())
     headers = fields.get("headers")
     if headers:
         fields["headers"] = {k: v for k, v in headers.items() if k not in UNSTABLE_HEADERS}
-    key = repr((method.exchange, method.routing_key, sorted(fields.items()), body))
+    key = repr((exchange, routing_key, sorted(fields.items()), body))
     return hashlib.blake2b(key.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
 
 

@@ -14,11 +14,11 @@ from __future__ import annotations
 
 from typing import Any
 
-import pika
-from pika.adapters.blocking_connection import BlockingChannel
-from pika.exceptions import UnroutableError
+from pamqp import commands
 
-from rabbitish.spark.schema import message_row
+from rabbitish.spark.amqp_client import Channel, Connection, encode_properties
+from rabbitish.spark.broker import half_properties
+from rabbitish.spark.schema import DeliveryRows
 from rabbitish.wire_names import HALF_HEADER, TXN_EXCHANGE
 
 TXN_PREFIX = "spark-read-"
@@ -30,47 +30,53 @@ def txn_name(reader: str, start: int) -> str:
     return f"{TXN_PREFIX}{reader}-{start}"
 
 
-def prepare(channel: BlockingChannel, last_tag: int, name: str) -> None:
+def prepare(channel: Channel, last_tag: int, name: str) -> None:
     """Ack every delivery up to `last_tag` (the batch: the oldest unacked deliveries of the
-    tx channel) into prepared transaction `name`; returns once the broker has it on disk."""
+    tx channel) into prepared transaction `name`; returns once the broker has it on disk.
+    Decisions staged before it apply at the same tx.commit."""
     channel.basic_ack(last_tag, multiple=True)
-    props = pika.BasicProperties(headers={HALF_HEADER: name})
-    channel.basic_publish(TXN_EXCHANGE, "prepare", b"", props)
+    channel.publish(TXN_EXCHANGE, "prepare", half_properties(name), b"")
     channel.tx_commit()
 
 
-def decide_batches(channel: BlockingChannel, names: list[str]) -> None:
+def decide_batches(channel: Channel, names: list[str]) -> None:
     """Commit prepared batches on the tx channel: their messages leave the queue. Repeating a
     commit is a no-op on the broker, and so is committing a name it never held."""
-    if not names:
-        return
+    if names:
+        stage_decisions(channel, names)
+        channel.tx_commit()
+
+
+def stage_decisions(channel: Channel, names: list[str]) -> None:
+    """The commit decisions of prepared batches, staged in the channel's tx: they apply at its
+    next tx.commit, also when that commit prepares another batch (docs/transactions.md)."""
     for name in names:
-        props = pika.BasicProperties(headers={HALF_HEADER: name})
-        channel.basic_publish(TXN_EXCHANGE, "commit", b"", props)
-    channel.tx_commit()
+        channel.publish(TXN_EXCHANGE, "commit", half_properties(name), b"")
 
 
 class BatchReader:
     """Reads a prepared batch's messages again: the broker puts copies on an exclusive queue of
     this connection, in the order they were acked, and they are taken with basic.get."""
 
-    def __init__(self, connection: pika.BlockingConnection) -> None:
+    def __init__(self, connection: Connection) -> None:
         self.channel = connection.channel()
-        self.channel.confirm_delivery()
-        self.queue = self.channel.queue_declare("", exclusive=True, auto_delete=True).method.queue
+        self.channel.confirm_select()
+        declared = self.channel.queue_declare("", exclusive=True, auto_delete=True)
+        self.queue = str(declared.queue)
+        self._rows = DeliveryRows()
 
     def read(self, name: str) -> list[tuple[Any, ...]] | None:
-        """The rows of prepared transaction `name`, or None when the broker does not hold it.
-        A re-read row says redelivered: the message was delivered before."""
-        props = pika.BasicProperties(headers={HALF_HEADER: name}, reply_to=self.queue)
-        try:
-            self.channel.basic_publish(TXN_EXCHANGE, "read", b"", props, mandatory=True)
-        except UnroutableError:
+        """The rows of prepared transaction `name`, or None when the broker does not hold it
+        (it returns the mandatory request). A re-read row says redelivered: the message was
+        delivered before."""
+        props = commands.Basic.Properties(headers={HALF_HEADER: name}, reply_to=self.queue)
+        self.channel.publish(TXN_EXCHANGE, "read", encode_properties(props), b"", mandatory=True)
+        if not self.channel.confirmed():
             return None
         rows: list[tuple[Any, ...]] = []
         while True:
-            method, properties, body = self.channel.basic_get(self.queue, auto_ack=True)
-            if method is None:
+            message = self.channel.basic_get(self.queue, no_ack=True)
+            if message is None:
                 return rows
-            row = message_row(method, properties, body)
+            row = self._rows.row(message)
             rows.append((*row[:-1], True))

@@ -3,10 +3,12 @@ offsets that number messages consecutively, message payloads carried inside the 
 acks committed once Spark has committed the batch. A driver that dies loses and repeats
 nothing: on rabbitish each planned batch's messages are acked into a prepared transaction the
 offsets name (stream_prepared), elsewhere a write-ahead log under the checkpoint (stream_log)
-keeps them."""
+keeps them. The consumer's connection runs on a thread of its own (connection_thread), which
+takes the next batch's deliveries in while Spark runs this one."""
 
 from __future__ import annotations
 
+import contextlib
 import math
 import time
 import uuid
@@ -17,7 +19,6 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-import pika
 from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
 from pyspark.sql.streaming.datasource import (
     ReadAllAvailable,
@@ -28,25 +29,42 @@ from pyspark.sql.streaming.datasource import (
 )
 from pyspark.sql.types import StructType
 
+from rabbitish.spark.amqp_client import AmqpError, Channel, Connection, RawDelivery
+from rabbitish.spark.broker import decide
+from rabbitish.spark.connection_thread import ConnectionThread
 from rabbitish.spark.options import AmqpOptions
 from rabbitish.spark.schema import (
     SCHEMA,
     AmqpSchemaError,
+    DeliveryRows,
     arrow_batches,
     arrow_rows,
-    message_row,
 )
 from rabbitish.spark.stream_log import PlannedRange, StreamLog, fingerprint
-from rabbitish.spark.stream_prepared import BatchReader, decide_batches, prepare, txn_name
+from rabbitish.spark.stream_prepared import (
+    BatchReader,
+    decide_batches,
+    prepare,
+    stage_decisions,
+    txn_name,
+)
 from rabbitish.wire_names import HALF_TRANSACTIONS_CAPABILITY
 
 LOG_DIRECTORY = "amqp-source"  # under the checkpoint, one subdirectory per queue
 # Trigger.AvailableNow: how long to listen for deliveries already on their way once the queue
 # reports nothing ready, before taking what has arrived as everything there is.
 SETTLE_SECONDS = 0.2
+# Body bytes of a micro-batch when maxBytes does not say (at least one message): a batch
+# travels through the driver in one piece. Between Spark's calls the connection's thread takes
+# deliveries in up to this much too (or prefetch messages); past it they wait in the socket.
+BATCH_BYTES = 64 << 20
+IDLE_WAIT_SECONDS = 0.05  # one wait for deliveries by the idle thread (a call cuts it short)
+# How long a staged commit decision waits for a prepare's tx.commit to carry it before the idle
+# thread commits it alone (until then its messages stay locked on the broker, nothing more).
+DECISION_LINGER_SECONDS = 1.0
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class Delivery:
     """A message received and not yet given an offset."""
 
@@ -74,14 +92,27 @@ class AmqpStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._txns: dict[int, tuple[int, str]] = {}  # prepared: start -> (end, txn name)
         self._target_count: int | None = None  # Trigger.AvailableNow: messages to take, prepared
         self._log: StreamLog | None = None
-        self._connection: pika.BlockingConnection | None = None
-        self._consumer: Any = None
+        self._connection: Connection | None = None
+        self._consumer: Channel | None = None
+        self._consuming = False
+        self._rows_of = DeliveryRows()
         self._rows: dict[int, tuple[Any, ...]] = {}  # offset -> row, planned and not committed
         self._tags: dict[int, int] = {}  # offset -> delivery tag on this connection, unacked
         self._awaiting: set[int] = set()  # logged offsets whose message has not come back yet
         self._owed: dict[str, deque[int]] = {}  # fingerprint -> offsets in _awaiting
         self._ranges: dict[int, int] = {}  # start -> end of the ranges in the log
         self._pending: deque[Delivery] = deque()
+        self._pending_bytes = 0
+        self._decision_staged = False  # a batch's commit decision waits for the next tx.commit
+        self._staged_at = 0.0
+        self._commits: deque[dict[str, Any]] = deque()  # Spark's commits, for the thread
+        self._last_decided: str | None = None  # the last batch name decided (or staged)
+        self._reader_id: str | None = None  # names this query's batches (prepared)
+        self._caps_last: tuple[float, float] | None = None  # (rows, bytes) of the last plan
+        self._handed_out = -1  # prepared: the end of the last batch latestOffset returned
+        self._served = -1  # prepared: the end of the last batch whose partitions Spark took
+        self._arrow: dict[int, tuple[int, bytes]] = {}  # prepared ahead: start -> (end, IPC)
+        self._thread: ConnectionThread | None = None
         self._received = 0
         self._next = 0  # the offset the next planned message gets
         self._committed = 0  # Spark is done with every offset below this
@@ -90,6 +121,77 @@ class AmqpStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     # -- what Spark calls on the driver
 
     def initialOffset(self) -> dict[str, Any]:
+        return self._on_thread(self._initial_offset)
+
+    def prepareForTriggerAvailableNow(self) -> None:
+        self._on_thread(self._prepare_for_trigger_available_now)
+
+    def latestOffset(self, start: dict[str, Any], limit: ReadLimit) -> dict[str, Any]:
+        return self._on_thread(lambda: self._latest_offset(start, limit))
+
+    def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> list[InputPartition]:
+        return self._on_thread(lambda: self._partitions(start, end))
+
+    def commit(self, end: dict[str, Any]) -> None:
+        """Prepared batches: only stages a decision, so it is queued and Spark goes on; the
+        connection's thread takes it before its next step (and before any later call of
+        Spark's), instead of Spark waiting for a prepare in progress there."""
+        if self._prepared:
+            self._commits.append(end)
+            return
+        self._on_thread(lambda: self._commit(end))
+
+    def stop(self) -> None:
+        """Closing the connection returns every unacked message to the queue; the log keeps
+        what a restart needs."""
+        if self._thread is not None:
+            self._thread.close(self._close)
+
+    # -- what Spark calls in tasks
+
+    def read(self, partition: InputPartition) -> Iterator[Any]:
+        """The partition's rows as the Arrow batch the planner built (PySpark 4 takes Arrow
+        record batches from Python data sources as they are)."""
+        yield from arrow_batches(partition.value)
+
+    # -- the driver's side, run on the connection's thread
+
+    def _on_thread(self, work: Any) -> Any:
+        """Spark's planner calls, run where the connection lives (created on the first call:
+        tasks never get one)."""
+        if self._thread is None:
+            self._thread = ConnectionThread(f"amqp-stream-{self.queue}", self._take_in)
+
+        def after_commits() -> Any:
+            self._queued_commits()
+            return work()
+
+        return self._thread.call(after_commits)
+
+    def _queued_commits(self) -> None:
+        """The commits Spark made since the last step, in order (on the thread)."""
+        while self._commits:
+            self._commit(self._commits.popleft())
+
+    def _close(self) -> None:
+        """A commit decision still staged goes out first (it only frees messages Spark is done
+        with; lost, the restarted query decides the batch again), and a batch prepared ahead
+        that Spark never asked for is rolled back: its messages go back to the queue, as
+        they would have stayed there without the look-ahead (lost, the restarted query adopts
+        the batch by its name)."""
+        if self._connection is not None:
+            consumer = self._consumer
+            if consumer is not None and self._connection.is_open:
+                ahead = self._txns.get(self._handed_out) if self._prepared else None
+                with contextlib.suppress(AmqpError):
+                    self._queued_commits()
+                    if ahead is not None:
+                        decide(consumer, [ahead[1]], "rollback")
+                    if ahead is not None or self._decision_staged:
+                        consumer.tx_commit()
+            self._connection.close()
+
+    def _initial_offset(self) -> dict[str, Any]:
         if self._is_prepared():
             return {"seq": 0}
         return {"seq": self._opened().committed()}
@@ -101,20 +203,26 @@ class AmqpStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             return ReadMaxBytes(self.options.max_bytes)
         return ReadAllAvailable()
 
-    def prepareForTriggerAvailableNow(self) -> None:
+    def _prepare_for_trigger_available_now(self) -> None:
         """The target is every message delivered or ready now; a count that includes copies of
-        logged messages or messages another consumer takes is lowered in latestOffset."""
+        logged messages or messages another consumer takes is lowered in latestOffset. Read
+        before the consumer starts (as it has not, at a query's start), the queue's ready
+        count is the exact number; once consuming, what has arrived is added."""
         prepared = self._is_prepared()
         if not prepared:
             self._opened()
+        consuming = self._consuming
         ready = self._ready()
-        self._pump(math.inf)
+        if consuming:
+            self._pump(math.inf, BATCH_BYTES)
+        else:
+            self._channel()  # from now on the ready messages come in while Spark plans
         if prepared:
             self._target_count = len(self._pending) + ready
         else:
             self._target = self._next + len(self._pending) + ready
 
-    def latestOffset(self, start: dict[str, Any], limit: ReadLimit) -> dict[str, Any]:
+    def _latest_offset(self, start: dict[str, Any], limit: ReadLimit) -> dict[str, Any]:
         """Acks what Spark committed (everything before `start`), then plans the next range:
         a range already in the log that starts at `start` (planned before a restart) is handed
         out again as it was; otherwise up to the limit's worth of received messages, logged
@@ -146,7 +254,7 @@ class AmqpStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._next = end
         return {"seq": end}
 
-    def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> list[InputPartition]:
+    def _partitions(self, start: dict[str, Any], end: dict[str, Any]) -> list[InputPartition]:
         """One partition holding the rows themselves (as an Arrow batch): a retried task reads
         the very same rows, and so does a batch Spark replays after a restart (from the log,
         or read again from the broker by the name of the batch's prepared transaction)."""
@@ -163,25 +271,15 @@ class AmqpStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         rows = [self._rows[seq] for seq in range(first, last)]
         return [InputPartition(arrow_rows(rows))] if rows else []
 
-    def commit(self, end: dict[str, Any]) -> None:
+    def _commit(self, end: dict[str, Any]) -> None:
+        """Prepared batches: the decision is staged, for the tx.commit that prepares the next
+        batch (or alone, DECISION_LINGER_SECONDS later): Spark has recorded the batch as done,
+        and a restart decides it again from the offsets, which name it."""
         if self._is_prepared():
-            self._commit_prepared(end)
+            self._commit_prepared(end, at_once=False)
             return
         self._opened()
         self._settle(int(end["seq"]))
-
-    def stop(self) -> None:
-        """Closing the connection returns every unacked message to the queue; the log keeps
-        what a restart needs."""
-        if self._connection is not None and self._connection.is_open:
-            self._connection.close()
-
-    # -- what Spark calls in tasks
-
-    def read(self, partition: InputPartition) -> Iterator[Any]:
-        """The partition's rows as the Arrow batch the planner built (PySpark 4 takes Arrow
-        record batches from Python data sources as they are)."""
-        yield from arrow_batches(partition.value)
 
     # -- prepared batches (rabbitish)
 
@@ -196,17 +294,35 @@ class AmqpStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         reader = start.get("reader")
         if reader is None:
             return {"seq": offset, "reader": uuid.uuid4().hex}
-        self._commit_prepared(start)
+        self._reader_id = str(reader)
+        self._commit_prepared(start, at_once=False)
+        planned = self._plan_batch(reader, offset, start, limit)
+        if planned is start:
+            if self._decision_staged:  # no batch is prepared to carry it: it goes alone
+                self._channel().tx_commit()
+                self._decision_staged = False
+            return planned
+        if start.get("txn") is not None:
+            planned["prev"] = start["txn"]
+        self._handed_out = int(planned["seq"])
+        return planned
+
+    def _plan_batch(
+        self, reader: Any, offset: int, start: dict[str, Any], limit: ReadLimit
+    ) -> dict[str, Any]:
         if offset in self._txns:
             end, name = self._txns[offset]
             return {"seq": end, "reader": reader, "txn": name}
         name = txn_name(str(reader), offset)
         if not self._adopt_checked:
-            self._adopt_checked = True
+            # A dead run may have prepared batches Spark never recorded, one after the
+            # other (one planned, the next prepared ahead): adopted until a name is free.
             rows = self._batch_reader().read(name)
             if rows:
                 return self._planned(reader, offset, name, rows)
+            self._adopt_checked = True
         rows_cap, size = self._caps(limit)
+        self._caps_last = (rows_cap, size)
         want = min(rows_cap, self.options.prefetch)
         if self._target_count is not None and self._target is None:
             self._target = offset + self._target_count
@@ -214,7 +330,9 @@ class AmqpStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         taken = self._take(offset, want, size)
         if not taken:
             return start
+        # One tx.commit: the batch before is committed as this one is prepared.
         prepare(self._channel(), max(d.tag for d in taken), name)
+        self._decision_staged = False
         return self._planned(reader, offset, name, [d.row for d in taken])
 
     def _planned(
@@ -234,9 +352,13 @@ class AmqpStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         previous run planned (the batch before it is then done: committed here). Fewer rows
         than offsets come back only when the broker lost transient messages in a restart."""
         first, last = int(start["seq"]), int(end["seq"])
+        self._served = last
         if first == last:
             return []
         self._commit_prepared(start)
+        prebuilt = self._arrow.get(first)
+        if prebuilt is not None and prebuilt[0] == last:
+            return [InputPartition(prebuilt[1])]
         if all(seq in self._rows for seq in range(first, last)):
             rows = [self._rows[seq] for seq in range(first, last)]
         else:
@@ -255,18 +377,62 @@ class AmqpStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             self._next = max(self._next, last)
         return [InputPartition(arrow_rows(rows))] if rows else []
 
-    def _commit_prepared(self, end: dict[str, Any]) -> None:
+    def _commit_prepared(self, end: dict[str, Any], at_once: bool = True) -> None:
         """Spark is done with every offset before `end`: commit the batch that ended there
-        (its acks apply) and forget the rows."""
+        (its acks apply) and forget the rows. Not `at_once`: the decision is staged on the tx
+        channel, for the next tx.commit (the one that prepares the next batch)."""
         offset = int(end["seq"])
         name = end.get("txn")
         if name is not None and self._committed < offset:
-            decide_batches(self._channel(), [str(name)])
+            # `prev`, the batch before, was decided by this run, or by the dead one with the
+            # tx that prepared a later batch, unless it died just before: deciding again is a
+            # no-op on the broker.
+            names = [str(n) for n in (end.get("prev"), name) if n is not None]
+            names = [n for n in names if n != self._last_decided]
+            if at_once:
+                decide_batches(self._channel(), names)
+            else:
+                stage_decisions(self._channel(), names)
+                if not self._decision_staged:
+                    self._staged_at = time.monotonic()
+                self._decision_staged = True
+            self._last_decided = str(name)
         self._committed = max(self._committed, offset)
         for seq in [seq for seq in self._rows if seq < self._committed]:
             del self._rows[seq]
         for first in [first for first, (last, _) in self._txns.items() if last <= offset]:
             del self._txns[first]
+        for first in [first for first, (last, _) in self._arrow.items() if last <= offset]:
+            del self._arrow[first]
+
+    def _prepare_ahead(self) -> bool:
+        """While Spark runs the batch handed out last, the next one is prepared as soon as a
+        full batch (by the last plan's caps) has arrived, its Arrow batch built: the
+        latestOffset that asks for it returns at once. The tx.commit that prepares it also
+        carries the decision staged for the batch before. A driver that dies leaves it
+        prepared under its deterministic name, and the restarted query adopts it."""
+        reader, caps = self._reader_id, self._caps_last
+        offset = self._next
+        if reader is None or caps is None or not self._adopt_checked:
+            return False
+        if offset != self._handed_out or offset in self._txns:
+            return False
+        rows_cap, size = caps
+        want = min(rows_cap, self.options.prefetch)
+        if self._target is not None:
+            want = min(want, self._target - offset)
+        if want <= 0 or (len(self._pending) < want and self._pending_bytes < size):
+            return False
+        taken = self._take(offset, want, size)
+        if not taken:
+            return False
+        name = txn_name(reader, offset)
+        prepare(self._channel(), max(d.tag for d in taken), name)
+        self._decision_staged = False
+        rows = [d.row for d in taken]
+        self._planned(reader, offset, name, rows)
+        self._arrow[offset] = (offset + len(rows), arrow_rows(rows))
+        return True
 
     def _batch_reader(self) -> BatchReader:
         if self._batches is None:
@@ -281,8 +447,7 @@ class AmqpStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         whose checkpoint already holds a log (started before the broker announced them, or by
         an older reader) goes on with the log, whose offsets it understands."""
         if self._prepared is None:
-            connection = self._connect()
-            capabilities = connection._impl.server_capabilities or {}
+            capabilities = self._connect().server_capabilities
             prepared = capabilities.get(HALF_TRANSACTIONS_CAPABILITY) is True
             if self.options.checkpoint or not prepared:
                 checkpoint = self.options.require_checkpoint()
@@ -296,9 +461,9 @@ class AmqpStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         for them under Trigger.AvailableNow."""
         if self._target is not None:
             want = min(want, self._target - offset)
-            self._await(want)
+            self._await(want, size)
         else:
-            self._pump(want)
+            self._pump(want, size)
         taken: list[Delivery] = []
         total = 0
         while self._pending and len(taken) < want:
@@ -307,6 +472,7 @@ class AmqpStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             delivery = self._pending.popleft()
             taken.append(delivery)
             total += delivery.size
+        self._pending_bytes -= total
         return taken
 
     # -- the log and the consumer
@@ -332,91 +498,154 @@ class AmqpStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                     self._owed.setdefault(key, deque()).append(seq)
         return self._log
 
-    def _channel(self) -> Any:
+    def _channel(self) -> Channel:
         """The query's consumer: a tx channel, prefetch-bounded, heartbeats off unless the URL
-        asks for them (the planner only runs when Spark calls it, and could miss them). A lost
-        connection fails the query: its delivery tags are gone, and a restart from the
-        checkpoint is what matches the redelivered messages to the log."""
+        asks for them (the planner only runs when Spark calls it, and could miss them), its
+        deliveries parsed at frame level by the client. A lost connection fails the query:
+        its delivery tags are gone, and a restart from the checkpoint is what matches the
+        redelivered messages to the log."""
+        channel = self._tx_channel()
+        if not self._consuming:
+            channel.basic_consume(self.queue)
+            self._consuming = True
+        return channel
+
+    def _tx_channel(self) -> Channel:
+        """The consumer's channel, consuming or not yet; a channel the broker closed raises
+        its code and text."""
         if self._connection is not None and not self._connection.is_open:
             raise RuntimeError(
                 f"the connection consuming {self.queue!r} closed; restart the query from its "
-                "checkpoint"
+                f"checkpoint ({self._connection.error!r})"
             )
         if self._consumer is None:
-            channel = self._connect().channel()
+            connection = self._connect()
+            channel = connection.channel()
             channel.basic_qos(prefetch_count=self.options.prefetch)
             channel.tx_select()
-            channel.basic_consume(self.queue, self._on_message, auto_ack=False)
             self._consumer = channel
+            if self._thread is not None:
+                self._thread.set_waker(connection.wake)
+        self._consumer.check()
         return self._consumer
 
-    def _connect(self) -> pika.BlockingConnection:
+    def _connect(self) -> Connection:
+        """Heartbeats off unless the URL sets heartbeat=."""
         if self._connection is None:
-            params = pika.URLParameters(self.options.url)
-            if "heartbeat" not in self.options.url:
-                params.heartbeat = 0
-            self._connection = pika.BlockingConnection(params)
+            self._connection = Connection(self.options.url, heartbeat=0)
         return self._connection
 
-    def _on_message(self, _channel: Any, method: Any, props: Any, body: bytes) -> None:
-        """A redelivered copy of a logged message settles that offset; anything else is new
-        (always, with prepared batches: what a dead run prepared is never redelivered)."""
-        self._received += 1
-        if self._prepared:
-            row = message_row(method, props, body)
-            self._pending.append(Delivery(method.delivery_tag, "", row, len(body)))
+    def _arrivals(self) -> None:
+        """Deliveries that came in since the last look, made rows. A redelivered copy of a
+        logged message settles that offset; anything else is new (always, with prepared
+        batches: what a dead run prepared is never redelivered)."""
+        if self._consumer is None:
             return
-        key = fingerprint(method, props, body)
+        arrived = self._consumer.take()
+        if not arrived:
+            return
+        self._received += len(arrived)
+        if self._prepared:
+            row = self._rows_of.row
+            for raw in arrived:
+                body = raw[5]
+                self._pending_bytes += len(body)
+                self._pending.append(Delivery(raw[0], "", row(raw), len(body)))
+            return
+        for raw in arrived:
+            self._logged_arrival(raw)
+
+    def _logged_arrival(self, raw: RawDelivery) -> None:
+        tag, redelivered, exchange, routing_key, encoded, body = raw
+        props, _columns = self._rows_of.properties(encoded)
+        key = fingerprint(exchange, routing_key, props, body)
         owed = self._owed.get(key)
-        if method.redelivered and owed:
+        if redelivered and owed:
             seq = owed.popleft()
             if not owed:
                 del self._owed[key]
             self._awaiting.discard(seq)
-            self._tags[seq] = method.delivery_tag
+            self._tags[seq] = tag
             return
-        row = message_row(method, props, body)
-        self._pending.append(Delivery(method.delivery_tag, key, row, len(body)))
+        self._pending_bytes += len(body)
+        self._pending.append(Delivery(tag, key, self._rows_of.row(raw), len(body)))
 
-    def _pump(self, want: float) -> None:
-        """Takes in what the broker has sent, without waiting, until `want` are pending."""
+    def _take_in(self) -> bool:
+        """The connection thread's idle step: deliveries in (and made rows) while Spark runs
+        a batch, up to prefetch messages or BATCH_BYTES. False when there is nothing to
+        wait for: no consumer yet, enough waiting, or the connection is gone (the next call
+        says so)."""
+        connection = self._connection
+        if not self._consuming or connection is None or not connection.is_open:
+            return False
+        self._queued_commits()
+        if self._consumer is None or not self._consumer.is_open:
+            return False
+        if self._prepared and self._served == self._handed_out:  # Spark runs that batch
+            self._prepare_ahead()
+        lingered = time.monotonic() - self._staged_at >= DECISION_LINGER_SECONDS
+        if self._decision_staged and lingered:
+            self._consumer.tx_commit()  # no prepare came to carry it: it goes alone
+            self._decision_staged = False
+        if len(self._pending) >= self.options.prefetch or self._pending_bytes >= BATCH_BYTES:
+            return False
+        try:
+            connection.process(IDLE_WAIT_SECONDS)
+        except AmqpError:
+            return False
+        self._arrivals()
+        return True
+
+    def _pump(self, want: float, size: float) -> None:
+        """Takes in what the broker has sent, without waiting, until `want` messages or `size`
+        body bytes are pending."""
         self._channel()
         assert self._connection is not None
-        while len(self._pending) < want:
+        self._arrivals()
+        while len(self._pending) < want and self._pending_bytes < size:
             before = self._received
-            self._connection.process_data_events(time_limit=0)
+            self._connection.process(0)
+            self._arrivals()
             if self._received == before:
                 return
 
     def _ready(self) -> int:
-        return self._channel().queue_declare(self.queue, passive=True).method.message_count
+        """Messages ready on the queue (not counting those delivered to anyone)."""
+        return self._tx_channel().queue_declare(self.queue, passive=True).message_count or 0
 
-    def _await(self, want: float) -> None:
-        """Trigger.AvailableNow: waits until `want` messages are pending, or until the queue
-        has nothing ready and nothing more arrives; then the target shrinks to what came."""
+    def _await(self, want: float, size: float) -> None:
+        """Trigger.AvailableNow: waits until `want` messages (or `size` body bytes) are
+        pending, or until the queue has nothing ready and nothing more arrives; then the
+        target shrinks to what came."""
         assert self._connection is not None or want <= 0
-        while len(self._pending) < want:
-            self._pump(want)
-            if len(self._pending) >= want:
+
+        def enough() -> bool:
+            return len(self._pending) >= want or self._pending_bytes >= size
+
+        while not enough():
+            self._pump(want, size)
+            if enough():
                 return
             ready = self._ready()
             before = self._received
             deadline = time.monotonic() + SETTLE_SECONDS
-            while time.monotonic() < deadline and len(self._pending) < want:
+            while time.monotonic() < deadline and not enough():
                 assert self._connection is not None
-                self._connection.process_data_events(time_limit=SETTLE_SECONDS / 4)
+                self._connection.process(SETTLE_SECONDS / 4)
+                self._arrivals()
             if ready == 0 and self._received == before:
                 self._target = self._next + len(self._pending)
                 return
 
     def _caps(self, limit: ReadLimit) -> tuple[float, float]:
         """(rows, bytes) for this batch: the limit Spark passes, plus the other option when it
-        passes the default one; nothing when it says to read everything."""
+        passes the default one; BATCH_BYTES when no maxBytes says otherwise, also when Spark
+        says to read everything (as prefetch bounds every batch)."""
         if isinstance(limit, ReadMaxRows):
-            return limit.max_rows, self.options.max_bytes or math.inf
+            return limit.max_rows, self.options.max_bytes or BATCH_BYTES
         if isinstance(limit, ReadMaxBytes):
             return self.options.max_rows or math.inf, limit.max_bytes
-        return math.inf, math.inf
+        return math.inf, BATCH_BYTES
 
     def _settle(self, offset: int) -> None:
         """Everything below `offset` is committed by Spark: ack the messages behind it in one

@@ -6,18 +6,18 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any
 
-import pika
-from pika.adapters.blocking_connection import BlockingChannel
+from pamqp import commands
 from pyspark import TaskContext
-from pyspark.sql import Row
-from pyspark.sql.datasource import DataSourceStreamWriter, WriterCommitMessage
+from pyspark.sql.datasource import DataSourceStreamArrowWriter, WriterCommitMessage
 from pyspark.sql.types import StructType
 
-from rabbitish.spark.broker import decide, session
+from rabbitish.spark.amqp_client import Channel, encode_properties
+from rabbitish.spark.broker import decide, reused_session
 from rabbitish.spark.options import AmqpOptions
 from rabbitish.spark.schema import check_write_schema
-from rabbitish.spark.writer import publish_rows, sweep
+from rabbitish.spark.writer import publish_batches, sweep
 from rabbitish.wire_names import HALF_TRANSACTIONS_CAPABILITY
 
 # Durable queue per query holding one message, the last batch id committed through the sink.
@@ -52,7 +52,7 @@ def marker_queue(query: str) -> str:
     return MARKER_PREFIX + query
 
 
-class AmqpStreamWriter(DataSourceStreamWriter):
+class AmqpStreamWriter(DataSourceStreamArrowWriter):
     """Created once per query run on the driver; decides, like the batch writer, whether
     batches are written through half transactions."""
 
@@ -60,10 +60,10 @@ class AmqpStreamWriter(DataSourceStreamWriter):
         check_write_schema(schema)
         self.options = options
         self.query: str | None = None  # learnt from the first commit messages
-        with session(options.url, tx=False) as amqp:
+        with reused_session(options.url) as amqp:
             self.half = amqp.half
 
-    def write(self, iterator: Iterator[Row]) -> BatchCommit:
+    def write(self, iterator: Iterator[Any]) -> BatchCommit:
         """Publish the task's rows in one tx. Half mode: first roll back this attempt's ID, in
         a tx of its own, since a previous run of the query that died may have left rows held
         under the same deterministic ID."""
@@ -74,7 +74,7 @@ class AmqpStreamWriter(DataSourceStreamWriter):
         batch = int(str(context.getLocalProperty(BATCH_ID_PROPERTY)))
         partition, attempt = context.partitionId(), context.attemptNumber()
         txn_id = batch_txn_id(query, batch, partition, attempt) if self.half else None
-        with session(self.options.url, tx=True) as amqp:
+        with reused_session(self.options.url) as amqp:
             if txn_id is not None:
                 if not amqp.half:
                     raise RuntimeError(
@@ -82,7 +82,7 @@ class AmqpStreamWriter(DataSourceStreamWriter):
                     )
                 decide(amqp.channel, [txn_id], "rollback")
                 amqp.channel.tx_commit()
-            rows = publish_rows(amqp.channel, iterator, self.options, txn_id)
+            rows = publish_batches(amqp.channel, iterator, self.options, txn_id)
             amqp.channel.tx_commit()
         return BatchCommit(query, batch, partition, attempt, rows, txn_id)
 
@@ -94,19 +94,22 @@ class AmqpStreamWriter(DataSourceStreamWriter):
         if not self.half or self.query is None:
             return
         winners = [m.txn_id for m in sorted(commits, key=lambda m: m.partition) if m.txn_id]
-        with session(self.options.url, tx=True) as amqp:
+        with reused_session(self.options.url) as amqp:
             channel = amqp.channel
             queue = marker_queue(self.query)
             channel.queue_declare(queue, durable=True)
-            method, _props, body = channel.basic_get(queue, auto_ack=False)
-            done = method is not None and int(body) >= batchId
+            marker = channel.basic_get(queue)
+            done = marker is not None and int(marker[5]) >= batchId
             commit = [] if done else winners
             decide(channel, commit, "commit")
             decide(channel, self._other_ids(messages, batchId, set(commit)), "rollback")
             if not done:
-                if method is not None:
-                    channel.basic_ack(method.delivery_tag)  # replaced in the same tx
+                if marker is not None:
+                    channel.basic_ack(marker[0])  # replaced in the same tx
                 record(channel, queue, batchId)
+            elif marker is not None:
+                # Left as it was: back on its queue at this commit (the channel is kept).
+                channel.basic_nack(marker[0], requeue=True)
             channel.tx_commit()
 
     def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
@@ -116,7 +119,7 @@ class AmqpStreamWriter(DataSourceStreamWriter):
         its commit clear the same IDs) or `rabbitish tx rollback` clears it."""
         self._commits(messages)
         if self.half and self.query is not None:
-            with session(self.options.url, tx=True) as amqp:
+            with reused_session(self.options.url) as amqp:
                 decide(amqp.channel, self._other_ids(messages, batchId, set()), "rollback")
                 amqp.channel.tx_commit()
 
@@ -134,7 +137,11 @@ class AmqpStreamWriter(DataSourceStreamWriter):
         return sweep(lambda p, a: batch_txn_id(query, batch, p, a), len(messages), highest, keep)
 
 
-def record(channel: BlockingChannel, queue: str, batch: int) -> None:
+MARKER_PROPERTIES = encode_properties(
+    commands.Basic.Properties(content_type="text/plain", delivery_mode=2)
+)
+
+
+def record(channel: Channel, queue: str, batch: int) -> None:
     """The marker message: the batch id as text, persistent on a durable queue."""
-    props = pika.BasicProperties(delivery_mode=2, content_type="text/plain")
-    channel.basic_publish("", queue, str(batch).encode(), props)
+    channel.publish("", queue, MARKER_PROPERTIES, str(batch).encode())

@@ -1,29 +1,29 @@
 """Batch writes: one AMQP tx per task, and on rabbitish job-atomic writes through half
 transactions, so neither a retried task nor a failed job leaves duplicates or partial output
-behind where the broker can help it."""
+behind where the broker can help it. Tasks take Spark's Arrow record batches as they come and
+publish at frame level (amqp_client), on a tx channel their Python worker keeps between tasks."""
 
 from __future__ import annotations
 
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import Any
 
-from pika.adapters.blocking_connection import BlockingChannel
 from pyspark import TaskContext
-from pyspark.sql import Row
-from pyspark.sql.datasource import DataSourceWriter, WriterCommitMessage
+from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
 from pyspark.sql.types import StructType
 
-from rabbitish.spark.broker import decide, session
+from rabbitish.spark.amqp_client import Channel
+from rabbitish.spark.broker import decide, reused_session, session
 from rabbitish.spark.options import AmqpOptions
-from rabbitish.spark.schema import check_write_schema, row_publish
-from rabbitish.wire_names import HALF_HEADER, HALF_TRANSACTIONS_CAPABILITY
+from rabbitish.spark.schema import batch_messages, check_write_schema
+from rabbitish.wire_names import HALF_TRANSACTIONS_CAPABILITY
 
 # Attempts past the highest one reported whose IDs the driver also rolls back: an attempt that
 # committed its half tx but failed before reporting (or lost to a speculative copy) leaves an
 # ID that no commit message names, and only its deterministic name lets the driver clear it.
 SWEEP_MARGIN = 4
-FLUSH_EVERY = 500  # rows published between two writes of pika's buffer to the socket
 
 
 @dataclass(frozen=True)
@@ -37,7 +37,7 @@ class TaskCommit(WriterCommitMessage):
     txn_id: str | None
 
 
-class AmqpWriter(DataSourceWriter):
+class AmqpWriter(DataSourceArrowWriter):
     """Created on the driver: it picks the job's ID and whether writes are job-atomic (the
     broker announces half transactions), and every task follows that choice."""
 
@@ -51,19 +51,19 @@ class AmqpWriter(DataSourceWriter):
     def txn_id(self, partition: int, attempt: int) -> str:
         return f"spark-{self.job}-{partition}-{attempt}"
 
-    def write(self, iterator: Iterator[Row]) -> TaskCommit:
-        """Publish every row on a tx channel and commit once at the end; any failure closes
-        the connection before tx.commit, which discards the lot. In half mode each row also
-        carries this attempt's ID, so even committed rows stay invisible until the driver
-        commits the ID."""
+    def write(self, iterator: Iterator[Any]) -> TaskCommit:
+        """Publish every row of the task's record batches on a tx channel and commit once at
+        the end; any failure closes the connection before tx.commit, which discards the lot.
+        In half mode each row also carries this attempt's ID, so even committed rows stay
+        invisible until the driver commits the ID."""
         context = TaskContext.get()
         partition = context.partitionId() if context else 0
         attempt = context.attemptNumber() if context else 0
         txn_id = self.txn_id(partition, attempt) if self.half else None
-        with session(self.options.url, tx=True) as amqp:
+        with reused_session(self.options.url) as amqp:
             if txn_id is not None and not amqp.half:
                 raise RuntimeError(f"the broker no longer announces {HALF_TRANSACTIONS_CAPABILITY}")
-            rows = publish_rows(amqp.channel, iterator, self.options, txn_id)
+            rows = publish_batches(amqp.channel, iterator, self.options, txn_id)
             amqp.channel.tx_commit()
         return TaskCommit(partition, attempt, rows, txn_id)
 
@@ -97,26 +97,23 @@ def _commits(messages: list[WriterCommitMessage | None]) -> list[TaskCommit]:
     return [m for m in messages if isinstance(m, TaskCommit)]
 
 
-def publish_rows(
-    channel: BlockingChannel, rows: Iterator[Row], options: AmqpOptions, txn_id: str | None
+def publish_batches(
+    channel: Channel, batches: Iterator[Any], options: AmqpOptions, txn_id: str | None
 ) -> int:
-    """Publish every row (as half messages of `txn_id` when given); returns the count. The
-    caller commits the channel's tx. Frames go out in bursts of FLUSH_EVERY rows: pika's
-    blocking basic_publish waits for its socket to drain after every single message, which
-    costs more than building the message."""
+    """Publish every row of the record batches (as half messages of `txn_id` when given);
+    returns the count. The caller commits the channel's tx. Each record batch's frames are
+    written out when it is done (and every 1 MiB): rows leave as Spark hands them over, not
+    all at the task's end."""
+    publish = channel.publish
     count = 0
-    publish_frames = channel._impl.basic_publish  # frames to pika's buffer, no socket wait
-    for row in rows:
-        publish = row_publish(row.asDict(), options.exchange, options.routing_key)
-        if txn_id is not None:
-            headers = dict(publish.properties.headers or {})
-            headers[HALF_HEADER] = txn_id
-            publish.properties.headers = headers
-        publish_frames(publish.exchange, publish.routing_key, publish.body, publish.properties)
-        count += 1
-        if count % FLUSH_EVERY == 0:
-            channel._flush_output()
-    channel._flush_output()
+    for batch in batches:
+        for exchange, routing_key, properties, body in batch_messages(
+            batch, options.exchange, options.routing_key, txn_id
+        ):
+            publish(exchange, routing_key, properties, body)
+        count += batch.num_rows
+        channel.flush()
+    channel.flush()
     return count
 
 

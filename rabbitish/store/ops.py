@@ -313,6 +313,18 @@ class LockSettlement(Statements):
         "delivery_failed, undeliverable_here) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
     )
 
+    def row(self) -> Row:
+        return (
+            self.vhost,
+            self.txn_id,
+            self.ord,
+            self.queue,
+            self.seq,
+            self.outcome,
+            self.delivery_failed,
+            self.undeliverable_here,
+        )
+
 
 @dataclass(frozen=True, slots=True)
 class DecideHalf(Statements):
@@ -394,12 +406,20 @@ class _Run:
         return written
 
 
+def _write_locks(db: sqlite3.Connection, locks: list[Row]) -> None:
+    """The LockSettlement rows gathered so far, in their order; the list is emptied."""
+    if locks:
+        db.executemany(LockSettlement.sql[0], locks)
+        locks.clear()
+
+
 def write_batch(db: sqlite3.Connection, ops: list[Op]) -> set[int]:
     """Write `ops` as one SQLite transaction (synced on COMMIT when the connection runs
     synchronous=FULL); returns the ids of the message rows written. On an error nothing of
     the batch stays and the error propagates."""
     run = _Run()
     inserts, removes, delivered = run.inserts, run.removes, run.delivered
+    locks: list[Row] = []  # LockSettlement rows not yet written
     written: set[int] = set()
     db.execute("BEGIN")
     try:
@@ -423,10 +443,20 @@ def write_batch(db: sqlite3.Connection, ops: list[Op]) -> set[int]:
                     inserts[key] = pending._replace(delivered=1)
                 else:
                     delivered.add(key)
+            elif kind is LockSettlement:
+                # A prepare locks thousands of settlements in a row: one executemany for the
+                # run of them, written where the first one stands.
+                if inserts or removes or delivered:
+                    _write_locks(db, locks)
+                    written |= run.flush(db)
+                    inserts, removes, delivered = run.inserts, run.removes, run.delivered
+                locks.append(op.row())  # type: ignore[union-attr]
             else:
+                _write_locks(db, locks)
                 written |= run.flush(db)
                 inserts, removes, delivered = run.inserts, run.removes, run.delivered
                 written |= op.write(db)  # type: ignore[union-attr]
+        _write_locks(db, locks)
         written |= run.flush(db)
         db.execute("COMMIT")
     except BaseException:

@@ -2,9 +2,10 @@
 each, started here from the pyspark installation, tests.support.spark_cluster):
 
 - examples/spark_orders.py submitted with spark-submit, batch and streaming, its tasks running in
-  the workers' executors. The batch driver is the base interpreter without the venv, so rabbitish
-  and pika reach it only through --py-files, as on a cluster whose nodes have neither installed;
-  the streaming driver needs pandas and pyarrow (the spark extra), so it is the venv's.
+  the workers' executors. The batch driver is the base interpreter without the venv, so
+  rabbitish, pamqp and pika reach it only through --py-files, as on a cluster whose nodes have
+  none of them installed; the streaming driver needs pandas and pyarrow (the spark extra), so
+  it is the venv's.
 - Exactly-once through lost machines: a worker killed (-9, with its executor and Python
   workers) while a task of a streaming query holds its sink transaction open, then restarted,
   then the query's driver killed the same way and restarted on its checkpoint; and a batch write
@@ -29,6 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
+import pamqp
 import pika
 import pytest
 
@@ -76,9 +78,10 @@ def workers(cluster) -> StandaloneCluster:
 
 # ---------------------------------------------------------------------- the example, submitted
 def _deps(directory: Path) -> Path:
-    """rabbitish and pika as one zip for --py-files."""
+    """rabbitish, pamqp (its client's codec) and pika (the example's) as one zip for
+    --py-files."""
     path = directory / "deps.zip"
-    packages = [ROOT / "rabbitish", Path(pika.__file__).parent]
+    packages = [ROOT / "rabbitish", Path(pamqp.__file__).parent, Path(pika.__file__).parent]
     with zipfile.ZipFile(path, "w") as archive:
         for package in packages:
             for file in package.rglob("*.py"):

@@ -102,6 +102,7 @@ def test_drain_consumes_up_to_max_messages_and_commits_the_acks(spark, broker_ur
         ({"maxRows": "0"}, "maxRows must be at least 1, got 0"),
         ({"maxBytes": "1k"}, "maxBytes must be a whole number, got '1k'"),
         ({"prefetch": "-5"}, "prefetch must be at least 1, got -5"),
+        ({"prefetch": "65536"}, "prefetch must be at most 65535 (basic.qos's limit), got 65536"),
     ],
 )
 def test_options_are_checked_before_any_task_runs(options, error):
