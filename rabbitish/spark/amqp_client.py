@@ -55,6 +55,24 @@ FRAME_END = b"\xce"
 _FRAME_END_BYTE = 0xCE
 _FRAME = struct.Struct(">BHI")  # type, channel, payload size
 _HEADER = struct.Struct(">BHIHHQ")  # type 2, channel, size; class, weight, body size
+_RESERVED = b"\x00\x00"  # the short that opens the arguments of methods naming a queue
+NO_TABLE = b"\x00\x00\x00\x00"  # an empty field table
+
+
+def shortstr(value: str) -> bytes:
+    data = value.encode()
+    if len(data) > 255:
+        raise AmqpError(f"name longer than 255 bytes: {value!r}")
+    return bytes((len(data),)) + data
+
+
+def named_method(channel: int, method: type[Frame], fields: bytes) -> bytes:
+    """A method frame with its arguments encoded here: pamqp refuses names outside ASCII
+    letters, digits and a few signs, where RabbitMQ takes any UTF-8 name of up to 255 bytes."""
+    payload = struct.pack(">I", method.index) + fields
+    return _FRAME.pack(1, channel, len(payload)) + payload + FRAME_END
+
+
 _BODY_SIZE = struct.Struct(">Q")
 _TAG = struct.Struct(">Q")
 _HEADER_FIXED = 12  # class, weight and body size ahead of the property list
@@ -562,10 +580,13 @@ class Channel:
 
     # -- calls with a reply
 
-    def call(self, method: Frame, reply: type[Any]) -> Any:
-        """Sends `method` (after what is buffered) and returns the broker's reply."""
+    def call(self, method: Frame | bytes, reply: type[Any]) -> Any:
+        """Sends `method` (after what is buffered; bytes: a method frame encoded already) and
+        returns the broker's reply."""
         self.check()
-        self._out.append(frame.marshal(method, self.number))
+        self._out.append(
+            method if isinstance(method, bytes) else frame.marshal(method, self.number)
+        )
         self._write()
         answer = self.connection._wait(self, self._replies)
         if not isinstance(answer, reply):
@@ -587,7 +608,12 @@ class Channel:
     def basic_consume(self, queue: str) -> str:
         """Consumes `queue` with acks; deliveries collect in `deliveries` (see `take`) as the
         connection reads. Returns the consumer tag."""
-        ok = self.call(commands.Basic.Consume(queue=queue), commands.Basic.ConsumeOk)
+        consume = named_method(
+            self.number,
+            commands.Basic.Consume,
+            _RESERVED + shortstr(queue) + b"\x00\x00" + NO_TABLE,
+        )
+        ok = self.call(consume, commands.Basic.ConsumeOk)
         return str(ok.consumer_tag)
 
     def take(self) -> list[RawDelivery]:
@@ -597,7 +623,8 @@ class Channel:
 
     def basic_get(self, queue: str, no_ack: bool = False) -> RawDelivery | None:
         self.check()
-        self._out.append(frame.marshal(commands.Basic.Get(queue=queue, no_ack=no_ack), self.number))
+        fields = _RESERVED + shortstr(queue) + (b"\x01" if no_ack else b"\x00")
+        self._out.append(named_method(self.number, commands.Basic.Get, fields))
         self._write()
         answer = self.connection._wait(self, self._replies)
         if isinstance(answer, commands.Basic.GetEmpty):
@@ -614,13 +641,9 @@ class Channel:
         exclusive: bool = False,
         auto_delete: bool = False,
     ) -> commands.Queue.DeclareOk:
-        method = commands.Queue.Declare(
-            queue=queue,
-            passive=passive,
-            durable=durable,
-            exclusive=exclusive,
-            auto_delete=auto_delete,
-        )
+        bits = passive | durable << 1 | exclusive << 2 | auto_delete << 3
+        fields = _RESERVED + shortstr(queue) + bytes([bits]) + NO_TABLE
+        method = named_method(self.number, commands.Queue.Declare, fields)
         ok: commands.Queue.DeclareOk = self.call(method, commands.Queue.DeclareOk)
         return ok
 
@@ -648,10 +671,8 @@ class Channel:
         key = (exchange, routing_key, mandatory)
         method = self._methods.get(key)
         if method is None:
-            publish = commands.Basic.Publish(
-                exchange=exchange, routing_key=routing_key, mandatory=mandatory
-            )
-            method = self._methods[key] = frame.marshal(publish, self.number)
+            fields = _RESERVED + shortstr(exchange) + shortstr(routing_key) + bytes([mandatory])
+            method = self._methods[key] = named_method(self.number, commands.Basic.Publish, fields)
         size = len(body)
         number = self.number
         out = self._out

@@ -17,6 +17,7 @@ from pamqp import body as pamqp_body
 from pamqp import commands, frame, header
 
 from rabbitish.spark.amqp_client import (
+    AmqpError,
     ChannelClosedByBroker,
     Connection,
     ConnectionClosedByBroker,
@@ -205,3 +206,25 @@ def test_amqps_urls_connect_over_tls(tmp_path):
             assert channel.queue_declare("", exclusive=True).queue
         finally:
             conn.close()
+
+
+def test_names_pamqp_would_refuse_are_sent_as_rabbitmq_takes_them(connection, uid):
+    """Any UTF-8 name of up to 255 bytes: declared, published to, fetched and consumed."""
+    name = f"caf\u00e9 {{{uid}}}!"
+    channel = connection.channel()
+    ok = channel.queue_declare(name, auto_delete=True)
+    assert ok.queue == name
+    empty = encode_properties(commands.Basic.Properties())
+    channel.publish("", name, empty, b"first")
+    channel.publish("", name, empty, b"second")
+    channel.flush()
+    got = channel.basic_get(name, no_ack=True)
+    assert got is not None and (got[3], got[5]) == (name, b"first")
+    channel.basic_consume(name)
+    while not channel.deliveries:
+        connection.process(5)
+    (delivery,) = channel.take()
+    assert (delivery[3], delivery[5]) == (name, b"second")
+    channel.basic_ack(delivery[0])
+    with pytest.raises(AmqpError):
+        channel.queue_declare("x" * 256)
