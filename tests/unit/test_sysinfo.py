@@ -14,15 +14,14 @@ FAULTS = """
 import resource, sys
 from rabbitish.sysinfo import keep_large_blocks_in_heap
 kept = keep_large_blocks_in_heap() if sys.argv[1] == "keep" else False
-blocks = []
-for _ in range(2):  # two live at once, as a body and its copy are
-    blocks.append(bytes(16 * 1024 * 1024))
-blocks.clear()
+def rounds(count):
+    for _ in range(count):
+        a = bytes(16 * 1024 * 1024)
+        b = a[1:]  # two live at once, as a body and its copy are
+        del a, b
+rounds(2)  # the first rounds touch their memory for the first time either way
 before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
-for _ in range(20):
-    a = bytes(16 * 1024 * 1024)
-    b = a[1:]
-    del a, b
+rounds(20)
 print(int(kept), resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before)
 """
 
@@ -41,4 +40,4 @@ def test_freed_large_blocks_are_reused_without_new_page_faults() -> None:
     _, default_faults = _faults("default")
     pages_per_round = 2 * 16 * 1024 * 1024 // 4096
     assert default_faults > 10 * pages_per_round  # mapped afresh every time...
-    assert faults < pages_per_round  # ...and no longer
+    assert faults < pages_per_round // 4  # ...and no longer
