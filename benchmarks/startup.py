@@ -121,9 +121,7 @@ def rabbitmq_start() -> float:
 
 def compile_bytecode() -> int:
     """Write `__pycache__` for every module of the package, whatever the environment says."""
-    import rabbitish.cli
-
-    import rabbitish
+    import rabbitish.cli  # binds rabbitish too
 
     roots = [*rabbitish.__path__, *rabbitish.cli.__path__]
     for root in roots:
