@@ -105,6 +105,25 @@ def pipelined_rollback(s: Session) -> None:
     s.log("replies", frames(raw, "Queue.DeclareOk"))
 
 
+@scenario("tx.ack.commit_ok_before_freed_deliveries", "tx.ack", "qos.per_consumer")
+def commit_ok_before_freed_deliveries(s: Session) -> None:
+    """A commit of acks alone frees prefetch: its commit-ok comes before the delivery that
+    credit lets out."""
+    q = s.name("q")
+    setup = s.channel()
+    setup.queue_declare(q)
+    for body in ("a", "b", "c"):
+        s.publish(setup, "", q, body)
+    raw = _tx_channel(s)
+    raw.send_method(1, commands.Basic.Qos(prefetch_count=1))
+    raw.expect("Basic.QosOk")
+    raw.send_method(1, commands.Basic.Consume(queue=q, consumer_tag="c"))
+    s.log("first delivery", frames(raw, "ContentBody"))
+    raw.send_method(1, commands.Basic.Ack(delivery_tag=1))
+    raw.send_method(1, commands.Tx.Commit())
+    s.log("after commit", frames(raw, "ContentBody"))
+
+
 @scenario("tx.visibility.get_after_commit_ok", "tx.visibility", "tx.publish")
 def visible_at_commit_ok(s: Session) -> None:
     """Once commit-ok is received every committed message can be got from another connection."""

@@ -28,6 +28,7 @@ class BufferedOutput:
         self.output_closed = False  # the socket is gone: nothing more is queued
         self.paused = False  # the transport asked us to stop writing
         self.consumers_starved = False  # a consumer was held back because output piled up
+        self.deliveries_after_flush = False  # see `deliver_after_flush`
 
     def write(self, data: bytes) -> None:
         if self.output_closed:
@@ -45,6 +46,13 @@ class BufferedOutput:
         self._out.extend(parts)
         self.out_size += sum(map(len, parts))
 
+    def deliver_after_flush(self) -> None:
+        """Consumers deliver nothing more until what is queued now goes out. A tx.commit that
+        only settles sends its commit-ok first and the deliveries its acks let out after it, as
+        RabbitMQ's channel does: the client is not kept waiting for its commit-ok while the
+        broker writes those deliveries, and acks the ones it already holds meanwhile."""
+        self.deliveries_after_flush = True
+
     def close_output(self) -> None:
         """The socket is gone: drop what is queued and whatever is written from now on."""
         self.output_closed = True
@@ -56,6 +64,7 @@ class BufferedOutput:
         joining them into one more copy where it can (Python 3.12+, uvloop)."""
         parts, self._out = self._out, []
         self.out_size = 0
+        self.deliveries_after_flush = False
         return parts
 
     def take_output(self) -> bytes:
@@ -63,7 +72,7 @@ class BufferedOutput:
 
     @property
     def output_blocked(self) -> bool:
-        return self.paused or self.out_size > self.max_pending_output
+        return self.paused or self.deliveries_after_flush or self.out_size > self.max_pending_output
 
     def output_drained(self) -> None:
         """The I/O layer wrote our output and the transport can take more: consumers held

@@ -1,7 +1,9 @@
 """The tx class: select, commit, rollback on the engine's Transaction. basic.return for unroutable
 mandatory publishes goes out at commit, before tx.commit-ok; commit-ok itself is sent when the
 commit is complete (end of the current input batch; for a commit that published, after the store
-sync). Until then any further method on the channel is refused as RabbitMQ refuses it."""
+sync). Until then any further method on the channel is refused as RabbitMQ refuses it. The
+deliveries a commit without publishes lets out follow its commit-ok on the wire, as RabbitMQ's
+channel sends them."""
 
 from __future__ import annotations
 
@@ -35,7 +37,11 @@ def _require_tx(ch: Channel) -> Transaction:
 def tx_commit(ch: Channel, method: commands.Tx.Commit, payload: bytes) -> None:
     # A commit the engine refuses (a reject-publish queue is full: RabbitMQ's "partial tx
     # completion") raises before anything is applied; the channel then closes, rolling back.
-    result = _require_tx(ch).commit()
+    tx = _require_tx(ch)
+    if not tx.publishes:
+        # Settlements alone: commit-ok goes out before the deliveries they let out.
+        ch.conn.deliver_after_flush()
+    result = tx.commit()
     ch.begin_transaction()
     for message in result.returned:
         ch.send_content(

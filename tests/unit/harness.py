@@ -190,9 +190,16 @@ class Harness:
 
     # ------------------------------------------------------------------ output
     def frames(self) -> list[Out]:
-        """Frames written since the last call, decoded."""
-        for ftype, channel, payload in self._reader.feed(self.conn.take_output()):
-            self._pending.append(Out(ftype, channel, payload))
+        """Frames written since the last call, decoded. As the I/O layer does after each flush,
+        consumers held back until output went out then deliver, and what they write is taken
+        too."""
+        conn = self.conn
+        output = conn.take_output()
+        while output:
+            for ftype, channel, payload in self._reader.feed(output):
+                self._pending.append(Out(ftype, channel, payload))
+            conn.output_drained()
+            output = conn.take_output()
         taken, self._pending = self._pending, []
         return taken
 

@@ -64,3 +64,17 @@ def test_back_pressure_holds_consumers_until_output_drains():
     assert out.resumed == 1 and not out.consumers_starved
     out.output_drained()
     assert out.resumed == 1
+
+
+def test_deliveries_after_flush_wait_for_what_is_queued_to_be_taken():
+    out = Output(limit=100)
+    out.write(b"commit-ok")
+    out.deliver_after_flush()
+    assert out.output_blocked  # a consumer asking now finds no credit
+    out.consumers_starved = True
+    out.output_drained()
+    assert out.resumed == 0
+    assert out.take_parts() == [b"commit-ok"]
+    assert not out.output_blocked
+    out.output_drained()
+    assert out.resumed == 1
