@@ -134,8 +134,8 @@ def busy_wait_selector(config: Config) -> BusyWaitSelector | None:
 def event_loop_factory(
     selector: BusyWaitSelector | None = None,
 ) -> Callable[[], asyncio.AbstractEventLoop] | None:
-    """uvloop's event loop when it is installed (`pip install rabbitish[speed]`), else asyncio's
-    own, on `selector` when given; RABBITISH_EVENT_LOOP=asyncio picks asyncio's even then."""
+    """uvloop's event loop (a dependency where it has wheels), else asyncio's own, on `selector`
+    when given; RABBITISH_EVENT_LOOP=asyncio picks asyncio's even then."""
     uvloop_factory = _uvloop_factory()
     if uvloop_factory is not None:
         return uvloop_factory
