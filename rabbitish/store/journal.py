@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING, Any
 from rabbitish.engine.exchanges.base import freeze
 from rabbitish.protocol.field_tables import encode_table
 from rabbitish.store import ops
-from rabbitish.store.pager import KEEP_IN_MEMORY
 
 if TYPE_CHECKING:
     from rabbitish.engine.exchanges.base import Binding, Exchange
@@ -183,9 +182,7 @@ class SqliteJournal:
             message.size,
         )
         pager = self.pager
-        if pager is not None and (
-            queue.message_count > KEEP_IN_MEMORY or queue.ready.bytes > pager.keep_bytes
-        ):
+        if pager is not None and queue.ready.bytes > pager.keep_bytes:
             self.writer.page_out_when_written(message)
 
     def message_removed(self, queue: Queue, entry: QueueEntry) -> None:

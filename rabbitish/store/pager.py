@@ -1,9 +1,13 @@
 """Message bodies of long queues live on disk, not in memory. Once a persistent message on a
-durable queue is synced and its queue holds more than KEEP_IN_MEMORY ready messages or more than
-`keep_bytes` bytes of them (Config.page_out_bytes), its body is dropped; when a consumer reaches
-it, the body is read back, together with the bodies of the next paged messages, up to READ_AHEAD
-of them or READ_AHEAD_BYTES (queues drain in id order, so one read serves a run of deliveries).
-Short queues of small messages never page, so their path stays as it was."""
+durable queue is synced and its queue holds more than `keep_bytes` bytes of ready messages
+(Config.page_out_bytes), its body is dropped; when a consumer reaches it, the body is read back,
+together with the bodies of the next paged messages, up to READ_AHEAD of them or
+READ_AHEAD_BYTES (queues drain in id order, so one read serves a run of deliveries). The bound is
+in bytes only: a small body costs less memory than the message around it, which stays either
+way, and paging small bodies out cost their consumers a read each run (as RabbitMQ, which keeps
+a classic queue's messages in memory until memory runs short). At start-up, recovery reads back
+the bodies of the first RECOVERED_BODIES messages of each queue (within `keep_bytes`); the rest
+come in as consumers reach them."""
 
 from __future__ import annotations
 
@@ -14,7 +18,7 @@ from urllib.parse import quote
 
 from rabbitish.engine.message import Message
 
-KEEP_IN_MEMORY = 1000  # ready messages per queue whose bodies stay in memory
+RECOVERED_BODIES = 1000  # messages per queue whose bodies recovery reads back at start
 KEEP_BYTES = 16 * 1024 * 1024  # default bytes of ready messages per queue kept in memory
 READ_AHEAD = 256
 READ_AHEAD_BYTES = 4 * 1024 * 1024  # bodies read back by one read, at most (about)

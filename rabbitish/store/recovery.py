@@ -24,7 +24,7 @@ from rabbitish.engine.message import Message, PropertyCodec, bump_message_ids
 from rabbitish.engine.node import Node
 from rabbitish.engine.policies import make_policy
 from rabbitish.protocol.field_tables import decode_table
-from rabbitish.store.pager import KEEP_IN_MEMORY, Pager
+from rabbitish.store.pager import RECOVERED_BODIES, Pager
 from rabbitish.store.schema import CLEAN_STOP, RESTORE, StoreError
 
 log = logging.getLogger("rabbitish.store")
@@ -190,7 +190,7 @@ def _recover(
     messages: dict[int, Message] = {}
     max_id = 0
     now_wall, now_mono = time.time(), node.scheduler.now()
-    # Bodies are not read here: the first KEEP_IN_MEMORY messages of each queue (up to the
+    # Bodies are not read here: the first RECOVERED_BODIES messages of each queue (up to the
     # pager's keep_bytes) get theirs in one pass below, the rest stay on disk until a consumer
     # reaches them.
     rows = conn.execute(
@@ -248,7 +248,7 @@ def _recover(
             )
             stats.messages += 1
             continue
-        if position < KEEP_IN_MEMORY and kept_bytes <= pager.keep_bytes:
+        if position < RECOVERED_BODIES and kept_bytes <= pager.keep_bytes:
             wanted.add(mid)
             kept_bytes += size
         position += 1

@@ -19,7 +19,7 @@ import pytest
 import rabbitish
 from rabbitish.store import StoreError
 from rabbitish.store.lock import LOCK_NAME
-from rabbitish.store.pager import KEEP_IN_MEMORY
+from rabbitish.store.pager import RECOVERED_BODIES
 from rabbitish.store.schema import DB_NAME
 from rabbitish.testing import running_broker
 from tests.support.clients import pika_channel as _channel
@@ -262,9 +262,9 @@ async def test_data_dir_is_created_when_missing(tmp_path):
 
 def test_data_dir_path_with_uri_characters(tmp_path, uid):
     """Paths are paths: a data dir named like a URI fragment still holds the broker's data,
-    including bodies paged out of memory (a queue longer than KEEP_IN_MEMORY)."""
+    including bodies paged out of memory (a queue longer than recovery reads back at start)."""
     data = str(tmp_path / "data #1 %41?x")
-    expected = [f"m{i}".encode() for i in range(KEEP_IN_MEMORY + 100)]
+    expected = [f"m{i}".encode() for i in range(RECOVERED_BODIES + 100)]
     with running_broker(data_dir=data) as broker, _channel(broker.url) as ch:
         ch.queue_declare(uid, durable=True)
         ch.tx_select()
