@@ -122,7 +122,6 @@ class AmqpStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._reader_id: str | None = None  # names this query's batches (prepared)
         self._caps_last: tuple[float, float] | None = None  # (rows, bytes) of the last plan
         self._handed_out = -1  # prepared: the end of the last batch latestOffset returned
-        self._served = -1  # prepared: the end of the last batch whose partitions Spark took
         self._arrow: dict[int, tuple[int, Any]] = {}  # prepared ahead: start -> (end, batch)
         self._thread: ConnectionThread | None = None
         self._received = 0
@@ -400,7 +399,6 @@ class AmqpStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         previous run planned (the batch before it is then done: committed here). Fewer rows
         than offsets come back only when the broker lost transient messages in a restart."""
         first, last = int(start["seq"]), int(end["seq"])
-        self._served = last
         if first == last:
             self._look_ahead_from_the_start(end)
             return []
@@ -472,10 +470,10 @@ class AmqpStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             del self._arrow[first]
 
     def _prepare_ahead(self) -> bool:
-        """While Spark runs the batch handed out last, the next one is prepared, a prepared
-        transaction at a time, each as soon as a full one (by the last plan's caps: at most
-        `prefetch` messages) has arrived, its Arrow batch built, until a whole batch's worth
-        waits: the latestOffset that asks for it returns at once, with all of them. Each
+        """While Spark plans and runs the batch handed out last, the next one is prepared, a
+        prepared transaction at a time, each as soon as a full one (by the last plan's caps: at
+        most `prefetch` messages) has arrived, its Arrow batch built, until a whole batch's
+        worth waits: the latestOffset that asks for it returns at once, with all of them. Each
         prepare's acks free the consumer's credit for the next messages. The tx.commit that
         prepares the first also carries the decision staged for the batch before. A driver
         that dies leaves them prepared under their deterministic names, and the restarted
@@ -656,7 +654,7 @@ class AmqpStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._queued_commits()
         if self._consumer is None or not self._consumer.is_open:
             return False
-        if self._prepared and self._served == self._handed_out:  # Spark runs that batch
+        if self._prepared:  # the next batch, while Spark plans and runs this one
             self._prepare_ahead()
         lingered = time.monotonic() - self._staged_at >= DECISION_LINGER_SECONDS
         if self._decision_staged and lingered:
