@@ -3,7 +3,7 @@ calls it, without a Spark session: once Spark has planned the empty batch that n
 query, the reader's thread prepares the first batch, a prepared transaction of at most
 `prefetch` messages at a time, and the next latestOffset hands them all out as one batch whose
 offset names each of them (committed together); what is prepared ahead and never handed out
-is rolled back when the query stops."""
+is rolled back when the reader's stop() runs."""
 
 from __future__ import annotations
 
@@ -86,7 +86,7 @@ def test_the_first_batch_is_prepared_ahead_in_transactions_of_prefetch_messages(
     assert _depth(broker_url, queue) == 0
 
 
-def test_what_was_prepared_ahead_and_never_handed_out_is_rolled_back_at_the_stop(
+def test_what_was_prepared_ahead_and_never_handed_out_is_rolled_back_by_stop(
     broker_url, queue, names
 ):
     reader, named = _named_query(broker_url, queue)
