@@ -4,13 +4,16 @@ local Spark session (local[2]) serves every broker; each Spark figure includes S
 job and micro-batch overheads, as a user's job would.
 
     python -m benchmarks.spark [--rows 100000] [--body 100] [--prefetch N] [--progress]
-                               [--only rabbitish] [--url URL]
+                               [--cpu-split] [--read-only] [--only rabbitish] [--url URL]
 
 --progress prints where each streaming query's time went, micro-batch by micro-batch (Spark's
 durationMs); the load average is printed before and after each broker's run, and after each
 scenario the CPU it cost per row: the broker's, and this process tree's (the pika loop or the
 Spark driver, JVM and Python workers, reaped workers included): figures load distorts less
-than rates.
+than rates. --cpu-split splits the streaming read's CPU by process (the JVM by thread group,
+the source's planner process, the tasks' Python workers, this driver, the broker), before its
+first micro-batch, within each micro-batch and between them. --read-only skips the streaming
+write (the batch write stays: it fills the read's queue).
 
 Needs the spark extra (pip install -e '.[spark]') and Java 17 or 21.
 """
@@ -18,11 +21,16 @@ Needs the spark extra (pip install -e '.[spark]') and Java 17 or 21.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import datetime as dt
 import os
+import re
 import tempfile
+import threading
 import time
 import uuid
-from collections.abc import Callable
+from collections import defaultdict
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -155,6 +163,179 @@ def costed(name: str, rows: int, broker: list[int], run: Callable[[], float]) ->
     return rows / seconds
 
 
+_TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def _times(stat: Path) -> tuple[float, float]:
+    """(own, reaped children's) CPU seconds from a /proc stat file."""
+    text = stat.read_text()
+    fields = text[text.rindex(")") + 2 :].split()
+    return (int(fields[11]) + int(fields[12])) / _TICKS, (
+        int(fields[13]) + int(fields[14])
+    ) / _TICKS
+
+
+def process_kind(pid: int) -> str:
+    """What a process of this tree is, from its command line."""
+    if pid == os.getpid():
+        return "benchmark driver"
+    try:
+        argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    except OSError:
+        return "other"
+    line = b" ".join(argv).decode(errors="replace")
+    if os.path.basename(argv[0].decode(errors="replace")) == "java":
+        return "jvm"
+    if "python_streaming_source_runner" in line:
+        return "source runner"
+    if "pyspark.daemon" in line or "pyspark.worker" in line:
+        return "python workers"
+    if "pyspark" in line:
+        return "python planners"
+    return "other"
+
+
+def _command(pid: int) -> str:
+    try:
+        argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    except OSError:
+        return ""
+    return " ".join(a.decode(errors="replace") for a in argv)[:160]
+
+
+def thread_group(name: str) -> str:
+    """A JVM thread's name (15 characters, from /proc) without its number."""
+    return re.sub(r"[#\-\s]*\d+$", "", name.strip()) or name
+
+
+class CpuSplit:
+    """Samples, every INTERVAL seconds while a scenario runs, the CPU time of this process tree
+    by kind of process (the JVM by thread group) and of the broker, so that the scenario's CPU
+    can be split by process and by micro-batch. A process's CPU counts from its first sample
+    (from 0 if it started after the first one); the tail of a process reaped between two
+    samples, and processes too short-lived to be seen, show as "unattributed"."""
+
+    INTERVAL = 0.2
+
+    def __init__(self, broker: list[int]) -> None:
+        self.broker = broker
+        self.samples: list[tuple[float, dict[str, float]]] = []  # epoch seconds, cumulative
+        self._first: dict[tuple[int, int], float] = {}  # (pid, tid or 0) -> CPU at first sight
+        self._last: dict[tuple[int, int], tuple[str, float]] = {}  # -> (kind, CPU last seen)
+        self._commands: dict[int, str] = {}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="cpu-split", daemon=True)
+        self._start_total = 0.0
+        self._total = 0.0
+
+    def __enter__(self) -> CpuSplit:
+        self._start_total = client_cpu(self.broker)
+        self._sample(first=True)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._stop.set()
+        self._thread.join()
+        self._sample()
+        self._total = client_cpu(self.broker) - self._start_total
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.INTERVAL):
+            self._sample()
+
+    def _sample(self, first: bool = False) -> None:
+        now = time.time()
+        for pid in process_tree(os.getpid()):
+            if pid in self.broker:
+                continue
+            kind = self._last.get((pid, 0), (None, 0.0))[0] or process_kind(pid)
+            if pid not in self._commands:
+                self._commands[pid] = _command(pid)
+            try:
+                own, _children = _times(Path(f"/proc/{pid}/stat"))
+            except (OSError, ValueError):
+                continue
+            self._seen((pid, 0), kind, own, first)
+            if kind == "jvm":
+                for task in Path(f"/proc/{pid}/task").glob("*"):
+                    try:
+                        name = (task / "comm").read_text()
+                        cpu, _ = _times(task / "stat")
+                    except (OSError, ValueError):
+                        continue
+                    self._seen((pid, int(task.name)), "jvm: " + thread_group(name), cpu, first)
+        totals: dict[str, float] = defaultdict(float)
+        for key, (kind, cpu) in self._last.items():
+            totals[kind] += cpu - self._first[key]
+        totals["broker"] = cpu_seconds(self.broker) if self.broker else 0.0
+        self.samples.append((now, dict(totals)))
+
+    def _seen(self, key: tuple[int, int], kind: str, cpu: float, first: bool) -> None:
+        if key not in self._first:
+            self._first[key] = cpu if first else 0.0
+        self._last[key] = (kind, cpu)
+
+    def between(self, start: float, end: float) -> dict[str, float]:
+        """CPU seconds by kind between two epoch times (the nearest samples)."""
+
+        def at(when: float) -> dict[str, float]:
+            return min(self.samples, key=lambda sample: abs(sample[0] - when))[1]
+
+        before, after = at(start), at(end)
+        return {kind: after.get(kind, 0.0) - before.get(kind, 0.0) for kind in after}
+
+    def report(self, query: Any, rows: int) -> Iterator[str]:
+        """Lines: the whole scenario by process (the JVM by its busiest thread groups), then
+        its phases: the query's start, each micro-batch, the gaps between them."""
+        whole = self.between(self.samples[0][0], self.samples[-1][0])
+        processes = {k: v for k, v in whole.items() if not k.startswith("jvm: ")}
+        attributed = sum(v for k, v in processes.items() if k != "broker")
+        processes["unattributed"] = self._total - attributed
+        yield (
+            "CPU (s) by process: "
+            + _cpu_line(processes)
+            + "; per row (us): "
+            + ", ".join(f"{k} {v / rows * 1e6:.1f}" for k, v in processes.items() if v >= 0.005)
+        )
+        threads = sorted(
+            ((k[5:], v) for k, v in whole.items() if k.startswith("jvm: ")), key=lambda kv: -kv[1]
+        )
+        shown = dict(threads[:12])
+        shown["other threads"] = sum(v for _, v in threads[12:])
+        yield "JVM CPU (s) by thread group: " + _cpu_line(shown)
+        for (pid, tid), (kind, cpu) in self._last.items():
+            if tid == 0 and kind not in ("jvm", "benchmark driver"):
+                used = cpu - self._first[(pid, tid)]
+                yield f"  process {pid} ({kind}): {used:.2f} s: {self._commands.get(pid, '')}"
+        begin = self.samples[0][0]
+        for batch in query.recentProgress:
+            started = dt.datetime.fromisoformat(batch["timestamp"].replace("Z", "+00:00"))
+            start = started.timestamp()
+            end = start + batch["durationMs"].get("triggerExecution", 0) / 1000
+            if start > begin + self.INTERVAL:
+                yield f"  before batch {batch['batchId']}: {start - begin:.2f} s; " + _cpu_line(
+                    _processes(self.between(begin, start))
+                )
+            yield (
+                f"  batch {batch['batchId']} ({batch['numInputRows']} rows): {end - start:.2f} s; "
+                + _cpu_line(_processes(self.between(start, end)))
+            )
+            begin = end
+        end = self.samples[-1][0]
+        yield f"  after the last batch: {end - begin:.2f} s; " + _cpu_line(
+            _processes(self.between(begin, end))
+        )
+
+
+def _processes(split: dict[str, float]) -> dict[str, float]:
+    return {k: v for k, v in split.items() if not k.startswith("jvm: ")}
+
+
+def _cpu_line(split: dict[str, float]) -> str:
+    return ", ".join(f"{k} {v:.2f}" for k, v in split.items() if abs(v) >= 0.005) or "-"
+
+
 def load() -> str:
     return "load average " + " ".join(f"{n:.2f}" for n in os.getloadavg())
 
@@ -205,12 +386,23 @@ def run_broker(url: str, pids: list[int], args: argparse.Namespace) -> dict[str,
             .trigger(availableNow=True)
         )
         started: list[Any] = []
-        rates[SCENARIOS[4]] = costed(SCENARIOS[4], rows, pids, lambda: run_query(stream, started))
+        split = CpuSplit(pids)
+        with split if args.cpu_split else contextlib.nullcontext():
+            rates[SCENARIOS[4]] = costed(
+                SCENARIOS[4], rows, pids, lambda: run_query(stream, started)
+            )
         if args.progress:
             print("spark streaming read:")
             progress(started[0])
+        if args.cpu_split:
+            print("spark streaming read, CPU (this driver's includes the sampling):")
+            for line in split.report(started[0], rows):
+                print(line)
         assert depth(url, queue) == 0
         drop(url, queue)
+        if args.read_only:
+            print(f"{url.rsplit('@', 1)[-1]}: {load()}", flush=True)
+            return rates
 
         source = str(Path(work, "parquet"))
         bodies(spark, rows, args.body).write.parquet(source)
@@ -255,6 +447,12 @@ def main() -> None:
         help=f"stream read batch bound (the reader's default: {DEFAULT_PREFETCH})",
     )
     parser.add_argument("--progress", action="store_true", help="per micro-batch durations")
+    parser.add_argument(
+        "--cpu-split", action="store_true", help="the streaming read's CPU by process and phase"
+    )
+    parser.add_argument(
+        "--read-only", action="store_true", help="skip the streaming write scenario"
+    )
     add_broker_options(parser)
     args = parser.parse_args()
     args.spark = session()
@@ -262,7 +460,8 @@ def main() -> None:
     names = list(columns)
     table = [["rows/s", *names]]
     for scenario in SCENARIOS:
-        table.append([scenario, *(f"{columns[name][scenario]:,.0f}" for name in names)])
+        if all(scenario in columns[name] for name in names):
+            table.append([scenario, *(f"{columns[name][scenario]:,.0f}" for name in names)])
     print(f"{args.rows:,} messages of {args.body} bytes; Spark local[2]; {load()}")
     print_table(table)
     args.spark.stop()

@@ -117,11 +117,11 @@ class DeliveryRows:
         return (body, routing_key, exchange, *self.properties(encoded)[1], redelivered)
 
 
-def arrow_rows(rows: list[tuple[Any, ...]]) -> bytes:
-    """Rows of SCHEMA as one Arrow record batch in IPC stream form: built column by column
-    (in C) where they are planned, so the task hands Spark the batch as it is instead of
-    converting value by value. pyarrow is imported here, not with the module: batch reads
-    and writes do without it."""
+def arrow_batch(rows: list[tuple[Any, ...]]) -> Any:
+    """Rows of SCHEMA as one pyarrow record batch, built column by column (in C) where they
+    are planned, so the task hands Spark the batch as it is instead of converting value by
+    value. pyarrow is imported here, not with the module: batch reads and writes do without
+    it."""
     import pyarrow as pa
 
     schema = _arrow_schema()
@@ -132,15 +132,28 @@ def arrow_rows(rows: list[tuple[Any, ...]]) -> bytes:
         for h in columns[HEADERS_COLUMN]
     ]
     arrays = [pa.array(c, type=f.type) for c, f in zip(columns, schema, strict=True)]
-    batch = pa.RecordBatch.from_arrays(arrays, schema=schema)
+    return pa.RecordBatch.from_arrays(arrays, schema=schema)
+
+
+def arrow_rows(rows: list[tuple[Any, ...]]) -> bytes:
+    """Rows of SCHEMA as one Arrow record batch in IPC stream form, to travel in a
+    partition."""
+    return ipc_stream([arrow_batch(rows)])
+
+
+def ipc_stream(batches: list[Any]) -> bytes:
+    """pyarrow record batches of SCHEMA (at least one) as one Arrow IPC stream."""
+    import pyarrow as pa
+
     sink = pa.BufferOutputStream()
-    with pa.ipc.new_stream(sink, schema) as writer:
-        writer.write_batch(batch)
+    with pa.ipc.new_stream(sink, batches[0].schema) as writer:
+        for batch in batches:
+            writer.write_batch(batch)
     return bytes(sink.getvalue().to_pybytes())
 
 
 def arrow_batches(data: bytes) -> Iterator[Any]:
-    """What `arrow_rows` made, read back (pyarrow record batches) without copying values."""
+    """What `ipc_stream` made, read back (pyarrow record batches) without copying values."""
     import pyarrow as pa
 
     yield from pa.ipc.open_stream(data)

@@ -1,12 +1,14 @@
 """The streaming reader's micro-batches as prepared transactions (rabbitish, which announces
-half transactions): a planned batch's messages are acked into a prepared transaction named after
-the query and the batch's first offset, so the broker, not a log under the checkpoint, keeps
-them until Spark has committed the batch.
+half transactions): a planned batch's messages are acked into one or more prepared
+transactions (of at most `prefetch` messages each: the consumer's credit) named after the query
+and each one's first offset, so the broker, not a log under the checkpoint, keeps them until
+Spark has committed the batch.
 
 The offsets Spark stores carry the names: `{"seq": end, "reader": R, "txn": T}` says messages
 before `end` are numbered, that R names the query (picked on its first batch and kept in
-Spark's offset log, as Spark keeps its query id) and that T holds the batch ending at `end`. A
-restarted query reads T's messages again from the broker by that name (a publish to
+Spark's offset log, as Spark keeps its query id) and that T holds the batch ending at `end`
+(T is a list of names, in order, when the batch is several prepared transactions). A
+restarted query reads T's messages again from the broker by those names (a publish to
 amq.rabbitish.txn with routing key `read`), and `commit(end)` commits T: the acks apply and the
 messages leave their queue, in one step on the broker."""
 
@@ -28,6 +30,16 @@ def txn_name(reader: str, start: int) -> str:
     """The prepared transaction holding the batch that starts at offset `start` of query
     `reader`: deterministic, so a restarted driver finds what a dead one prepared."""
     return f"{TXN_PREFIX}{reader}-{start}"
+
+
+def txn_names(value: Any) -> list[str]:
+    """The prepared transactions an offset's `txn` (or `prev`) names, in order: one name, or
+    a list when the batch is made of several (absent: none)."""
+    if value is None:
+        return []
+    if isinstance(value, str):
+        return [value]
+    return [str(name) for name in value]
 
 
 def prepare(channel: Channel, last_tag: int, name: str) -> None:

@@ -37,8 +37,10 @@ from rabbitish.spark.schema import (
     SCHEMA,
     AmqpSchemaError,
     DeliveryRows,
+    arrow_batch,
     arrow_batches,
     arrow_rows,
+    ipc_stream,
 )
 from rabbitish.spark.stream_log import PlannedRange, StreamLog, fingerprint
 from rabbitish.spark.stream_prepared import (
@@ -47,6 +49,7 @@ from rabbitish.spark.stream_prepared import (
     prepare,
     stage_decisions,
     txn_name,
+    txn_names,
 )
 from rabbitish.wire_names import HALF_TRANSACTIONS_CAPABILITY
 
@@ -58,6 +61,12 @@ SETTLE_SECONDS = 0.2
 # travels through the driver in one piece. Between Spark's calls the connection's thread takes
 # deliveries in up to this much too (or prefetch messages); past it they wait in the socket.
 BATCH_BYTES = 64 << 20
+# Messages of a micro-batch when maxRows does not say (prepared batches: on rabbitish a batch is
+# one or more prepared transactions of at most `prefetch` messages each, prepared while Spark
+# runs the batch before; elsewhere `prefetch` bounds a batch): Spark's cost per micro-batch
+# is about the same for 1 message as for 100,000, and the batch travels through the driver in
+# one piece.
+BATCH_ROWS = 100_000
 IDLE_WAIT_SECONDS = 0.05  # one wait for deliveries by the idle thread (a call cuts it short)
 # How long a staged commit decision waits for a prepare's tx.commit to carry it before the idle
 # thread commits it alone (until then its messages stay locked on the broker, nothing more).
@@ -90,6 +99,9 @@ class AmqpStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._batches: BatchReader | None = None
         self._adopt_checked = False  # looked for a batch a dead run prepared but never named
         self._txns: dict[int, tuple[int, str]] = {}  # prepared: start -> (end, txn name)
+        self._chunk_bytes: dict[int, int] = {}  # prepared by this run: start -> body bytes
+        self._ahead: dict[int, str] = {}  # prepared ahead, not handed out: start -> txn name
+        self._minted: str | None = None  # the reader id this run picked (a new query)
         self._target_count: int | None = None  # Trigger.AvailableNow: messages to take, prepared
         self._log: StreamLog | None = None
         self._connection: Connection | None = None
@@ -106,12 +118,11 @@ class AmqpStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._decision_staged = False  # a batch's commit decision waits for the next tx.commit
         self._staged_at = 0.0
         self._commits: deque[dict[str, Any]] = deque()  # Spark's commits, for the thread
-        self._last_decided: str | None = None  # the last batch name decided (or staged)
+        self._last_decided: set[str] = set()  # the txn names of the last batch decided
         self._reader_id: str | None = None  # names this query's batches (prepared)
         self._caps_last: tuple[float, float] | None = None  # (rows, bytes) of the last plan
         self._handed_out = -1  # prepared: the end of the last batch latestOffset returned
-        self._served = -1  # prepared: the end of the last batch whose partitions Spark took
-        self._arrow: dict[int, tuple[int, bytes]] = {}  # prepared ahead: start -> (end, IPC)
+        self._arrow: dict[int, tuple[int, Any]] = {}  # prepared ahead: start -> (end, batch)
         self._thread: ConnectionThread | None = None
         self._received = 0
         self._next = 0  # the offset the next planned message gets
@@ -175,19 +186,19 @@ class AmqpStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def _close(self) -> None:
         """A commit decision still staged goes out first (it only frees messages Spark is done
-        with; lost, the restarted query decides the batch again), and a batch prepared ahead
-        that Spark never asked for is rolled back: its messages go back to the queue, as
-        they would have stayed there without the look-ahead (lost, the restarted query adopts
-        the batch by its name)."""
+        with; lost, the restarted query decides the batch again), and what was prepared ahead
+        and never handed to Spark is rolled back: its messages go back to the queue, as they
+        would have stayed there without the look-ahead (lost, the restarted query adopts it
+        by its names)."""
         if self._connection is not None:
             consumer = self._consumer
             if consumer is not None and self._connection.is_open:
-                ahead = self._txns.get(self._handed_out) if self._prepared else None
+                ahead = [self._ahead[first] for first in sorted(self._ahead)]
                 with contextlib.suppress(AmqpError):
                     self._queued_commits()
-                    if ahead is not None:
-                        decide(consumer, [ahead[1]], "rollback")
-                    if ahead is not None or self._decision_staged:
+                    if ahead:
+                        decide(consumer, ahead, "rollback")
+                    if ahead or self._decision_staged:
                         consumer.tx_commit()
             self._connection.close()
 
@@ -293,7 +304,8 @@ class AmqpStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         offset = int(start["seq"])
         reader = start.get("reader")
         if reader is None:
-            return {"seq": offset, "reader": uuid.uuid4().hex}
+            self._minted = uuid.uuid4().hex
+            return {"seq": offset, "reader": self._minted}
         self._reader_id = str(reader)
         self._commit_prepared(start, at_once=False)
         planned = self._plan_batch(reader, offset, start, limit)
@@ -311,8 +323,7 @@ class AmqpStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self, reader: Any, offset: int, start: dict[str, Any], limit: ReadLimit
     ) -> dict[str, Any]:
         if offset in self._txns:
-            end, name = self._txns[offset]
-            return {"seq": end, "reader": reader, "txn": name}
+            return self._gathered(reader, offset, limit)
         name = txn_name(str(reader), offset)
         if not self._adopt_checked:
             # A dead run may have prepared batches Spark never recorded, one after the
@@ -333,7 +344,27 @@ class AmqpStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         # One tx.commit: the batch before is committed as this one is prepared.
         prepare(self._channel(), max(d.tag for d in taken), name)
         self._decision_staged = False
+        self._chunk_bytes[offset] = sum(d.size for d in taken)
         return self._planned(reader, offset, name, [d.row for d in taken])
+
+    def _gathered(self, reader: Any, offset: int, limit: ReadLimit) -> dict[str, Any]:
+        """The batch starting at `offset` made of the prepared transactions already there
+        (prepared ahead, or adopted), consecutive, as many as the batch's caps allow (at least
+        one): the offset names them all, in order."""
+        rows_cap, size = self._caps(limit)
+        rows_cap = min(rows_cap, BATCH_ROWS) if rows_cap == math.inf else rows_cap
+        names: list[str] = []
+        end, total = offset, 0
+        while end in self._txns:
+            chunk_end, name = self._txns[end]
+            chunk_bytes = self._chunk_bytes.get(end, 0)
+            if names and (chunk_end - offset > rows_cap or total + chunk_bytes > size):
+                break
+            names.append(name)
+            total += chunk_bytes
+            self._ahead.pop(end, None)
+            end = chunk_end
+        return {"seq": end, "reader": reader, "txn": names[0] if len(names) == 1 else names}
 
     def _planned(
         self, reader: Any, offset: int, name: str, rows: list[tuple[Any, ...]]
@@ -345,6 +376,22 @@ class AmqpStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._next = end
         return {"seq": end, "reader": reader, "txn": name}
 
+    def _look_ahead_from_the_start(self, end: dict[str, Any]) -> None:
+        """Spark plans the empty batch that names a new query: the name is in its offset log
+        now, so the thread may prepare the query's first batches while Spark goes on with this
+        one (its first, the slowest: it starts Python workers). A name this run picked holds
+        nothing yet; the caps are the default read limit's, which Spark passes."""
+        reader = end.get("reader")
+        if reader is None or reader != self._minted or self._reader_id is not None:
+            return
+        offset = int(end["seq"])
+        self._reader_id = str(reader)
+        self._adopt_checked = True
+        self._caps_last = self._caps(self.getDefaultReadLimit())
+        self._handed_out = self._next = offset
+        if self._target_count is not None and self._target is None:
+            self._target = offset + self._target_count
+
     def _prepared_partitions(
         self, start: dict[str, Any], end: dict[str, Any]
     ) -> list[InputPartition]:
@@ -352,43 +399,59 @@ class AmqpStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         previous run planned (the batch before it is then done: committed here). Fewer rows
         than offsets come back only when the broker lost transient messages in a restart."""
         first, last = int(start["seq"]), int(end["seq"])
-        self._served = last
         if first == last:
+            self._look_ahead_from_the_start(end)
             return []
         self._commit_prepared(start)
-        prebuilt = self._arrow.get(first)
-        if prebuilt is not None and prebuilt[0] == last:
-            return [InputPartition(prebuilt[1])]
+        prebuilt: list[Any] = []
+        at = first
+        while at < last and at in self._arrow:
+            at, batch = self._arrow[at]
+            prebuilt.append(batch)
+        if at == last:
+            return [InputPartition(ipc_stream(prebuilt))]
         if all(seq in self._rows for seq in range(first, last)):
             rows = [self._rows[seq] for seq in range(first, last)]
         else:
-            name = str(end["txn"])
+            rows = self._read_again(first, last, txn_names(end.get("txn")))
+        return [InputPartition(arrow_rows(rows))] if rows else []
+
+    def _read_again(self, first: int, last: int, names: list[str]) -> list[tuple[Any, ...]]:
+        """A batch the previous run planned, read from the broker by its prepared
+        transactions' names, in order."""
+        rows: list[tuple[Any, ...]] = []
+        chunks: list[tuple[str, int]] = []
+        for name in names:
             read = self._batch_reader().read(name)
-            if read is None or len(read) > last - first:
+            if read is None or len(rows) + len(read) > last - first:
                 found = "nothing" if read is None else f"{len(read)} messages"
                 raise RuntimeError(
                     f"offsets {first}..{last - 1} are held by prepared transaction {name!r}, "
                     f"but the broker holds {found} under that name (was it decided by hand?)"
                 )
-            rows = read
-            for seq, row in enumerate(rows, first):
-                self._rows[seq] = row
-            self._txns[first] = (last, name)
-            self._next = max(self._next, last)
-        return [InputPartition(arrow_rows(rows))] if rows else []
+            chunks.append((name, len(read)))
+            rows.extend(read)
+        for seq, row in enumerate(rows, first):
+            self._rows[seq] = row
+        at = first
+        for name, count in chunks:
+            self._txns[at] = (at + count, name)
+            at += count
+        self._next = max(self._next, last)
+        return rows
 
     def _commit_prepared(self, end: dict[str, Any], at_once: bool = True) -> None:
         """Spark is done with every offset before `end`: commit the batch that ended there
         (its acks apply) and forget the rows. Not `at_once`: the decision is staged on the tx
         channel, for the next tx.commit (the one that prepares the next batch)."""
         offset = int(end["seq"])
-        name = end.get("txn")
-        if name is not None and self._committed < offset:
+        batch = txn_names(end.get("txn"))
+        if batch and self._committed < offset:
             # `prev`, the batch before, was decided by this run, or by the dead one with the
             # tx that prepared a later batch, unless it died just before: deciding again is a
             # no-op on the broker.
-            names = [str(n) for n in (end.get("prev"), name) if n is not None]
-            names = [n for n in names if n != self._last_decided]
+            names = [*txn_names(end.get("prev")), *batch]
+            names = [n for n in names if n not in self._last_decided]
             if at_once:
                 decide_batches(self._channel(), names)
             else:
@@ -396,28 +459,36 @@ class AmqpStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 if not self._decision_staged:
                     self._staged_at = time.monotonic()
                 self._decision_staged = True
-            self._last_decided = str(name)
+            self._last_decided = set(batch)
         self._committed = max(self._committed, offset)
         for seq in [seq for seq in self._rows if seq < self._committed]:
             del self._rows[seq]
         for first in [first for first, (last, _) in self._txns.items() if last <= offset]:
             del self._txns[first]
+            self._chunk_bytes.pop(first, None)
         for first in [first for first, (last, _) in self._arrow.items() if last <= offset]:
             del self._arrow[first]
 
     def _prepare_ahead(self) -> bool:
-        """While Spark runs the batch handed out last, the next one is prepared as soon as a
-        full batch (by the last plan's caps) has arrived, its Arrow batch built: the
-        latestOffset that asks for it returns at once. The tx.commit that prepares it also
-        carries the decision staged for the batch before. A driver that dies leaves it
-        prepared under its deterministic name, and the restarted query adopts it."""
+        """While Spark plans and runs the batch handed out last, the next one is prepared, a
+        prepared transaction at a time, each as soon as a full one (by the last plan's caps: at
+        most `prefetch` messages) has arrived, its Arrow batch built, until a whole batch's
+        worth waits: the latestOffset that asks for it returns at once, with all of them. Each
+        prepare's acks free the consumer's credit for the next messages. The tx.commit that
+        prepares the first also carries the decision staged for the batch before. A driver
+        that dies leaves them prepared under their deterministic names, and the restarted
+        query adopts them."""
         reader, caps = self._reader_id, self._caps_last
         offset = self._next
         if reader is None or caps is None or not self._adopt_checked:
             return False
-        if offset != self._handed_out or offset in self._txns:
+        if offset < self._handed_out or offset in self._txns:
             return False
         rows_cap, size = caps
+        batch_rows = min(rows_cap, BATCH_ROWS) if rows_cap == math.inf else rows_cap
+        ahead_bytes = sum(self._chunk_bytes.get(first, 0) for first in self._ahead)
+        if offset - self._handed_out >= batch_rows or ahead_bytes >= size:
+            return False  # a whole batch waits for Spark
         want = min(rows_cap, self.options.prefetch)
         if self._target is not None:
             want = min(want, self._target - offset)
@@ -431,7 +502,9 @@ class AmqpStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._decision_staged = False
         rows = [d.row for d in taken]
         self._planned(reader, offset, name, rows)
-        self._arrow[offset] = (offset + len(rows), arrow_rows(rows))
+        self._arrow[offset] = (offset + len(rows), arrow_batch(rows))
+        self._chunk_bytes[offset] = sum(d.size for d in taken)
+        self._ahead[offset] = name
         return True
 
     def _batch_reader(self) -> BatchReader:
@@ -581,7 +654,7 @@ class AmqpStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._queued_commits()
         if self._consumer is None or not self._consumer.is_open:
             return False
-        if self._prepared and self._served == self._handed_out:  # Spark runs that batch
+        if self._prepared:  # the next batch, while Spark plans and runs this one
             self._prepare_ahead()
         lingered = time.monotonic() - self._staged_at >= DECISION_LINGER_SECONDS
         if self._decision_staged and lingered:

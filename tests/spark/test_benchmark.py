@@ -16,7 +16,15 @@ pytestmark = pytest.mark.spark
 
 
 def test_every_scenario_runs_and_reports_a_rate(spark, broker_url):
-    args = argparse.Namespace(spark=spark, rows=300, body=20, prefetch=100, progress=False)
+    args = argparse.Namespace(
+        spark=spark,
+        rows=300,
+        body=20,
+        prefetch=100,
+        progress=False,
+        cpu_split=True,
+        read_only=False,
+    )
     rates = run_broker(broker_url, [], args)
     assert sorted(rates) == sorted(SCENARIOS)
     assert all(rate > 0 for rate in rates.values())
