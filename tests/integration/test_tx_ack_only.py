@@ -37,8 +37,13 @@ def test_an_ack_only_commit_is_answered_before_the_sync_a_publishing_one_after(t
                 client.send_method(channel, commands.Tx.Select())
                 client.expect("Tx.SelectOk")
 
-            gate = threading.Event()
-            writer.before_write = lambda: gate.wait(30)  # the writer thread stops here
+            gate, held = threading.Event(), threading.Event()
+
+            def hold() -> None:
+                held.set()
+                gate.wait(30)
+
+            writer.before_write = hold  # the writer thread stops here
             try:
                 client.send_method(2, commands.Basic.Get(queue=uid))
                 got = client.expect("Basic.GetOk")
@@ -47,6 +52,11 @@ def test_an_ack_only_commit_is_answered_before_the_sync_a_publishing_one_after(t
                 client.expect("Tx.CommitOk")
                 # answered while its removal is journaled but not yet on disk
                 assert call_in_loop(broker, lambda: writer.synced < writer.position)
+                # The removal's batch (nobody waits for it) gathers for a moment, then goes to
+                # the writer thread, which stops. Only then the publishing commit: arriving
+                # while the removal still gathered, it would take it along and write both on
+                # the loop thread, which the seam would then hold.
+                assert held.wait(5)
 
                 publish(client, 3, uid, b"m2")
                 client.send_method(3, commands.Tx.Commit())
