@@ -434,6 +434,17 @@ def warm_up(spark: Any, url: str, queue: str) -> None:
     ).mode("append").save()
     with _channel(url) as ch:
         ch.queue_purge(queue)
+    if os.environ.get("BENCH_WARM_READ"):
+        bodies(spark, 1000, 10).write.format("amqp").option("url", url).option(
+            "routingKey", queue
+        ).mode("append").save()
+        with tempfile.TemporaryDirectory(prefix="bench-spark-warm-") as work:
+            query = (
+                spark.readStream.format("amqp").option("url", url).option("queue", queue).load()
+                .writeStream.format("noop").option("checkpointLocation", work)
+                .trigger(availableNow=True).start()
+            )
+            query.awaitTermination()
 
 
 def main() -> None:

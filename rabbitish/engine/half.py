@@ -469,7 +469,6 @@ class HalfRegistry:
                 queue.resume_dispatch()
         result.queues_touched = len(held)
         self.txns[txn_id] = txn  # after the staged decisions: none of them can decide it
-        journal = self.vhost.journal
         for settlement in settlements:
             for delivery in settlement.deliveries:
                 queue = delivery.queue
@@ -492,8 +491,8 @@ class HalfRegistry:
                 txn.settlements.append(lock)
                 result.locked.append(delivery)
                 txn.codec = txn.codec or delivery.entry.message.codec
-                if queue.durable and delivery.entry.message.persistent:
-                    journal.half_settlement_locked(queue, delivery.entry, txn.id, lock)
+        if txn.settlements:
+            self.vhost.journal.half_settlements_locked(txn.id, txn.settlements)
         txn.acquired = [d for d in acquired if not d.settled]
         self._save(txn)
         self._arm(txn)

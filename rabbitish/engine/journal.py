@@ -55,11 +55,9 @@ class Journal(Protocol):
         """A persistent half message held for a durable queue (engine/half.py)."""
         ...
 
-    def half_settlement_locked(
-        self, queue: Queue, entry: QueueEntry, txn_id: str, lock: PreparedSettlement
-    ) -> None:
-        """A prepared transaction settled a persistent message of a durable queue: locked until
-        its decision, and locked again by recovery."""
+    def half_settlements_locked(self, txn_id: str, locks: list[PreparedSettlement]) -> None:
+        """A prepare locked these settlements until its decision: those of persistent messages
+        on durable queues are locked again by recovery. One call per prepare."""
         ...
 
     def half_txn_saved(self, vhost: str, txn: HalfTxn) -> None:
@@ -125,9 +123,7 @@ class NullJournal:
     def half_held(self, queue: Queue, message: Message, txn_id: str, ord_: int) -> None:
         pass
 
-    def half_settlement_locked(
-        self, queue: Queue, entry: QueueEntry, txn_id: str, lock: PreparedSettlement
-    ) -> None:
+    def half_settlements_locked(self, txn_id: str, locks: list[PreparedSettlement]) -> None:
         pass
 
     def half_txn_saved(self, vhost: str, txn: HalfTxn) -> None:

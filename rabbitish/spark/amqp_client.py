@@ -563,6 +563,7 @@ class Channel:
         self.content: list[Any] | None = None  # the message whose frames are arriving
         self.deliveries: list[RawDelivery] = []  # from basic.consume, until taken
         self._replies: deque[Any] = deque()
+        self._commits_unanswered = 0  # tx.commits sent by `tx_commit_send`, not yet answered
         self._confirms: deque[Any] = deque()
         self._returned: list[RawDelivery] = []
         self._out: list[bytes] = []
@@ -583,7 +584,7 @@ class Channel:
     def call(self, method: Frame | bytes, reply: type[Any]) -> Any:
         """Sends `method` (after what is buffered; bytes: a method frame encoded already) and
         returns the broker's reply."""
-        self.check()
+        self.tx_commits_wait()
         self._out.append(
             method if isinstance(method, bytes) else frame.marshal(method, self.number)
         )
@@ -598,6 +599,25 @@ class Channel:
 
     def tx_commit(self) -> None:
         self.call(commands.Tx.Commit(), commands.Tx.CommitOk)
+
+    def tx_commit_send(self) -> None:
+        """tx.commit without waiting for its commit-ok: `tx_commits_wait`, or the channel's
+        next call, takes it (the broker answers a channel's methods in order), so the caller
+        can read deliveries meanwhile. What follows on the channel is the next transaction."""
+        self.check()
+        self._out.append(frame.marshal(commands.Tx.Commit(), self.number))
+        self._write()
+        self._commits_unanswered += 1
+
+    def tx_commits_wait(self) -> None:
+        """Returns once every tx.commit sent by `tx_commit_send` is answered; raises what
+        closed the channel or the connection first."""
+        self.check()
+        while self._commits_unanswered:
+            answer = self.connection._wait(self, self._replies)
+            self._commits_unanswered -= 1
+            if not isinstance(answer, commands.Tx.CommitOk):
+                raise AmqpError(f"expected Tx.CommitOk on channel {self.number}, got {answer!r}")
 
     def confirm_select(self) -> None:
         self.call(commands.Confirm.Select(), commands.Confirm.SelectOk)
@@ -622,7 +642,7 @@ class Channel:
         return taken
 
     def basic_get(self, queue: str, no_ack: bool = False) -> RawDelivery | None:
-        self.check()
+        self.tx_commits_wait()
         fields = _RESERVED + shortstr(queue) + (b"\x01" if no_ack else b"\x00")
         self._out.append(named_method(self.number, commands.Basic.Get, fields))
         self._write()

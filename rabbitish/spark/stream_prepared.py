@@ -42,13 +42,17 @@ def txn_names(value: Any) -> list[str]:
     return [str(name) for name in value]
 
 
-def prepare(channel: Channel, last_tag: int, name: str) -> None:
+def prepare(channel: Channel, last_tag: int, name: str, wait: bool = True) -> None:
     """Ack every delivery up to `last_tag` (the batch: the oldest unacked deliveries of the
-    tx channel) into prepared transaction `name`; returns once the broker has it on disk.
+    tx channel) into prepared transaction `name`; returns once the broker has it on disk, or
+    (not `wait`) once it is sent: it is on disk when `channel.tx_commits_wait()` returns.
     Decisions staged before it apply at the same tx.commit."""
     channel.basic_ack(last_tag, multiple=True)
     channel.publish(TXN_EXCHANGE, "prepare", half_properties(name), b"")
-    channel.tx_commit()
+    if wait:
+        channel.tx_commit()
+    else:
+        channel.tx_commit_send()
 
 
 def decide_batches(channel: Channel, names: list[str]) -> None:

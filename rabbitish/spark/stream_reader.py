@@ -174,6 +174,8 @@ class AmqpStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             self._thread = ConnectionThread(f"amqp-stream-{self.queue}", self._take_in)
 
         def after_commits() -> Any:
+            if self._consumer is not None:
+                self._consumer.tx_commits_wait()  # what was prepared ahead is on disk
             self._queued_commits()
             return work()
 
@@ -498,7 +500,11 @@ class AmqpStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         if not taken:
             return False
         name = txn_name(reader, offset)
-        prepare(self._channel(), max(d.tag for d in taken), name)
+        channel = self._channel()
+        channel.tx_commits_wait()  # one prepare in flight at a time
+        # Not waited for: the next messages come in (the prepare frees their credit) while
+        # the broker writes it; Spark's next call waits for it first.
+        prepare(channel, max(d.tag for d in taken), name, wait=False)
         self._decision_staged = False
         rows = [d.row for d in taken]
         self._planned(reader, offset, name, rows)

@@ -199,21 +199,26 @@ class SqliteJournal:
         op = ops.HoldHalf(queue.vhost.name, txn_id, ord_, queue.name, message, message.body)
         self._add_message(op, message.size)
 
-    def half_settlement_locked(
-        self, queue: Queue, entry: QueueEntry, txn_id: str, lock: PreparedSettlement
-    ) -> None:
-        self._add(
-            ops.LockSettlement(
-                queue.vhost.name,
-                txn_id,
-                lock.ord,
-                queue.name,
-                entry.seq,
-                lock.outcome.value,
-                int(lock.delivery_failed),
-                int(lock.undeliverable_here),
-            )
-        )
+    def half_settlements_locked(self, txn_id: str, locks: list[PreparedSettlement]) -> None:
+        rows = []
+        for lock in locks:
+            queue = lock.delivery.queue
+            entry = lock.delivery.entry
+            if queue.durable and entry.message.persistent:
+                rows.append(
+                    (
+                        queue.vhost.name,
+                        txn_id,
+                        lock.ord,
+                        queue.name,
+                        entry.seq,
+                        lock.outcome.value,
+                        int(lock.delivery_failed),
+                        int(lock.undeliverable_here),
+                    )
+                )
+        if rows:
+            self._add(ops.LockSettlements(rows))
 
     def half_txn_saved(self, vhost: str, txn: HalfTxn) -> None:
         self._add(

@@ -295,35 +295,18 @@ class SaveHalfTxn(Statements):
 
 
 @dataclass(frozen=True, slots=True)
-class LockSettlement(Statements):
-    """A settlement of a prepared transaction: the stored message at (queue, seq) is locked
-    until the decision, its row kept; `outcome` is how a commit settles it."""
+class LockSettlements:
+    """The settlements one prepare locked: each stored message at (queue, seq) stays, locked
+    until the decision; `outcome` is how a commit settles it. One record per prepare, however
+    many messages it locks (a streaming reader prepares thousands at a time)."""
 
-    vhost: str
-    txn_id: str
-    ord: int
-    queue: str
-    seq: int
-    outcome: str
-    delivery_failed: int
-    undeliverable_here: int
+    rows: list[Row]  # (vhost, txn_id, ord, queue, seq, outcome, delivery_failed, undeliverable)
 
-    sql: ClassVar[Sql] = (
-        "INSERT OR REPLACE INTO half_settlements (vhost, txn_id, ord, queue, seq, outcome, "
-        "delivery_failed, undeliverable_here) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-    )
 
-    def row(self) -> Row:
-        return (
-            self.vhost,
-            self.txn_id,
-            self.ord,
-            self.queue,
-            self.seq,
-            self.outcome,
-            self.delivery_failed,
-            self.undeliverable_here,
-        )
+_LOCK_SETTLEMENT = (
+    "INSERT OR REPLACE INTO half_settlements (vhost, txn_id, ord, queue, seq, outcome, "
+    "delivery_failed, undeliverable_here) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -360,7 +343,7 @@ class DecideHalf(Statements):
         return set()
 
 
-Op = Enqueue | Remove | MarkDelivered | Statements
+Op = Enqueue | Remove | MarkDelivered | LockSettlements | Statements
 
 
 # ---------------------------------------------------------------------- one batch
@@ -407,9 +390,9 @@ class _Run:
 
 
 def _write_locks(db: sqlite3.Connection, locks: list[Row]) -> None:
-    """The LockSettlement rows gathered so far, in their order; the list is emptied."""
+    """The LockSettlements rows gathered so far, in their order; the list is emptied."""
     if locks:
-        db.executemany(LockSettlement.sql[0], locks)
+        db.executemany(_LOCK_SETTLEMENT, locks)
         locks.clear()
 
 
@@ -419,7 +402,7 @@ def write_batch(db: sqlite3.Connection, ops: list[Op]) -> set[int]:
     the batch stays and the error propagates."""
     run = _Run()
     inserts, removes, delivered = run.inserts, run.removes, run.delivered
-    locks: list[Row] = []  # LockSettlement rows not yet written
+    locks: list[Row] = []  # LockSettlements rows not yet written
     written: set[int] = set()
     db.execute("BEGIN")
     try:
@@ -443,14 +426,14 @@ def write_batch(db: sqlite3.Connection, ops: list[Op]) -> set[int]:
                     inserts[key] = pending._replace(delivered=1)
                 else:
                     delivered.add(key)
-            elif kind is LockSettlement:
-                # A prepare locks thousands of settlements in a row: one executemany for the
-                # run of them, written where the first one stands.
+            elif kind is LockSettlements:
+                # Consecutive prepares' locks go in one executemany, written where the first
+                # of them stands.
                 if inserts or removes or delivered:
                     _write_locks(db, locks)
                     written |= run.flush(db)
                     inserts, removes, delivered = run.inserts, run.removes, run.delivered
-                locks.append(op.row())  # type: ignore[union-attr]
+                locks.extend(op.rows)  # type: ignore[union-attr]
             else:
                 _write_locks(db, locks)
                 written |= run.flush(db)

@@ -115,7 +115,7 @@ def test_a_failed_batch_leaves_nothing(db):
 def test_a_prepared_transactions_locks_go_with_its_decision_and_its_queue(db):
     m = message(1)
     save = ops.SaveHalfTxn("/", "P", 1.0, None, None, 0, None, 1)
-    lock = ops.LockSettlement("/", "P", 0, "a", 1, "ack", 1, 0)
+    lock = ops.LockSettlements([("/", "P", 0, "a", 1, "ack", 1, 0)])
     ops.write_batch(db, [enqueue("a", 1, m), save, lock])
     assert db.execute("SELECT prepared FROM half_txns").fetchall() == [(1,)]
     assert db.execute("SELECT queue, seq, outcome FROM half_settlements").fetchall() == [
@@ -125,28 +125,36 @@ def test_a_prepared_transactions_locks_go_with_its_decision_and_its_queue(db):
     ops.write_batch(db, [ops.Remove("/", "a", 1, 1), decide])
     assert db.execute("SELECT count(*) FROM half_settlements").fetchone() == (0,)
     assert rows(db) == ([], [])
-    ops.write_batch(db, [enqueue("b", 1, m), ops.LockSettlement("/", "Q", 0, "b", 1, "ack", 1, 0)])
+    ops.write_batch(
+        db, [enqueue("b", 1, m), ops.LockSettlements([("/", "Q", 0, "b", 1, "ack", 1, 0)])]
+    )
     ops.write_batch(db, [ops.DeleteQueue("/", "b")])
     assert db.execute("SELECT count(*) FROM half_settlements").fetchone() == (0,)
 
 
-def test_a_run_of_settlement_locks_is_one_executemany_in_its_place(db):
+def test_consecutive_prepares_locks_are_one_executemany_in_their_place(db):
     """Locks between message records are written in order: the records before them first,
-    then the run of locks, then what follows; every lock row arrives."""
+    then the locks of consecutive prepares together, then what follows; every lock row
+    arrives."""
 
-    def lock(ord_: int) -> ops.LockSettlement:
-        return ops.LockSettlement("/", "t1", ord_, "a", ord_, "ack", 0, 1)
+    def locks(*ords: int) -> ops.LockSettlements:
+        return ops.LockSettlements([("/", "t1", o, "a", o, "ack", 0, 1) for o in ords])
 
     m = message(1)
-    batch = [enqueue("a", 1, m), lock(1), lock(2), enqueue("a", 2, message(2)), lock(3)]
+    batch = [enqueue("a", 1, m), locks(1), locks(2, 3), enqueue("a", 2, message(2)), locks(4)]
     ops.write_batch(db, [*batch, ops.MarkDelivered("/", "a", 1)])
     locked = db.execute("SELECT ord, seq, outcome, undeliverable_here FROM half_settlements")
-    assert sorted(locked.fetchall()) == [(1, 1, "ack", 1), (2, 2, "ack", 1), (3, 3, "ack", 1)]
+    assert sorted(locked.fetchall()) == [
+        (1, 1, "ack", 1),
+        (2, 2, "ack", 1),
+        (3, 3, "ack", 1),
+        (4, 4, "ack", 1),
+    ]
     assert rows(db)[1] == [("a", 1, 1, 1), ("a", 2, 2, 0)]
     order = [
         "locks" if "half_settlements" in s else "messages"
         for s in writes(db)
         if "half_settlements" in s or "INTO queue_messages" in s
     ]
-    # message 1's row, the first two locks, message 2's row, the last lock
-    assert order == ["messages", "locks", "locks", "messages", "locks"]
+    # message 1's row, the first three locks, message 2's row, the last lock
+    assert order == ["messages", "locks", "locks", "locks", "messages", "locks"]
