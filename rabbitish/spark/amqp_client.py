@@ -584,7 +584,7 @@ class Channel:
     def call(self, method: Frame | bytes, reply: type[Any]) -> Any:
         """Sends `method` (after what is buffered; bytes: a method frame encoded already) and
         returns the broker's reply."""
-        self.tx_commits_wait()
+        self.check()
         self._out.append(
             method if isinstance(method, bytes) else frame.marshal(method, self.number)
         )
@@ -601,9 +601,10 @@ class Channel:
         self.call(commands.Tx.Commit(), commands.Tx.CommitOk)
 
     def tx_commit_send(self) -> None:
-        """tx.commit without waiting for its commit-ok: `tx_commits_wait`, or the channel's
-        next call, takes it (the broker answers a channel's methods in order), so the caller
-        can read deliveries meanwhile. What follows on the channel is the next transaction."""
+        """tx.commit without waiting for its commit-ok, so the caller can read deliveries
+        meanwhile: `tx_commits_wait` takes it, and so does anything else written on the channel
+        before it goes (a broker refuses any method on a channel whose commit is in progress,
+        504 CHANNEL_ERROR, as RabbitMQ does)."""
         self.check()
         self._out.append(frame.marshal(commands.Tx.Commit(), self.number))
         self._write()
@@ -642,7 +643,7 @@ class Channel:
         return taken
 
     def basic_get(self, queue: str, no_ack: bool = False) -> RawDelivery | None:
-        self.tx_commits_wait()
+        self.check()
         fields = _RESERVED + shortstr(queue) + (b"\x01" if no_ack else b"\x00")
         self._out.append(named_method(self.number, commands.Basic.Get, fields))
         self._write()
@@ -744,6 +745,7 @@ class Channel:
 
     def _write(self) -> None:
         if self._out:
+            self.tx_commits_wait()
             data = b"".join(self._out)
             self._out.clear()
             self._buffered = 0

@@ -126,6 +126,36 @@ def test_tx_publishes_appear_at_commit(connection, broker_url, uid):
     assert channel.queue_declare(uid, passive=True).message_count == 1
 
 
+def test_a_commit_sent_unwaited_is_answered_before_the_next_call(connection, uid):
+    """tx_commit_send returns at once; anything written on the channel after it waits for its
+    commit-ok first (the broker would close the connection with 504 otherwise), and so does
+    tx_commits_wait."""
+    channel = connection.channel()
+    channel.queue_declare(uid, durable=True)
+    channel.tx_select()
+    empty = encode_properties(commands.Basic.Properties())
+    for body in (b"one", b"two"):
+        channel.publish("", uid, empty, body)
+        channel.tx_commit_send()
+    assert channel.queue_declare(uid, passive=True).message_count == 2
+    channel.publish("", uid, empty, b"three")
+    channel.tx_commit_send()
+    channel.tx_commits_wait()
+    channel.tx_commits_wait()  # nothing left to wait for
+    assert channel.queue_declare(uid, passive=True).message_count == 3
+
+
+def test_a_commit_sent_unwaited_that_fails_raises_at_the_wait(connection, uid):
+    channel = connection.channel()
+    channel.tx_select()
+    channel.publish(f"{uid}-missing", "k", encode_properties(commands.Basic.Properties()), b"x")
+    channel.tx_commit_send()
+    with pytest.raises(ChannelClosedByBroker) as info:
+        channel.tx_commits_wait()
+    assert info.value.reply_code == 404
+    assert not channel.is_open
+
+
 def test_a_mandatory_publish_nobody_takes_is_returned(connection, uid):
     channel = connection.channel()
     channel.confirm_select()
