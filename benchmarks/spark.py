@@ -4,7 +4,12 @@ local Spark session (local[2]) serves every broker; each Spark figure includes S
 job and micro-batch overheads, as a user's job would.
 
     python -m benchmarks.spark [--rows 100000] [--body 100] [--prefetch N] [--progress]
-                               [--cpu-split] [--read-only] [--only rabbitish] [--url URL]
+                               [--cpu-split] [--read-only] [--repeat 3] [--only rabbitish]
+                               [--url URL]
+
+Each of --repeat rounds (default 3) runs every scenario on fresh brokers; the table gives the
+medians of the rates, and each Spark scenario's ratio to its pika loop within each round with
+their median.
 
 --progress prints where each streaming query's time went, micro-batch by micro-batch (Spark's
 durationMs); the load average is printed before and after each broker's run, and after each
@@ -25,6 +30,7 @@ import contextlib
 import datetime as dt
 import os
 import re
+import statistics
 import tempfile
 import threading
 import time
@@ -59,6 +65,14 @@ def timed(run: Callable[[], Any]) -> float:
     start = time.perf_counter()
     run()
     return time.perf_counter() - start
+
+
+# Each Spark scenario against the pika loop moving the same messages in the same round.
+RATIOS = (
+    ("spark batch write", "pika publish loop (1 tx)"),
+    ("spark streaming write", "pika publish loop (1 tx)"),
+    ("spark streaming read", "pika consume loop (tx acks)"),
+)
 
 
 def run_query(writer: Any, started: list[Any]) -> float:
@@ -468,16 +482,40 @@ def main() -> None:
     parser.add_argument(
         "--read-only", action="store_true", help="skip the streaming write scenario"
     )
+    parser.add_argument(
+        "--repeat",
+        type=int,
+        default=3,
+        help="rounds, each on fresh brokers, one broker after the other (default 3): medians",
+    )
     add_broker_options(parser)
     args = parser.parse_args()
     args.spark = session()
-    columns = side_by_side(args, run_broker)
-    names = list(columns)
-    table = [["rows/s", *names]]
+    rounds = []
+    for number in range(1, args.repeat + 1):
+        if args.repeat > 1:
+            print(f"round {number} of {args.repeat}", flush=True)
+        rounds.append(side_by_side(args, run_broker))
+    names = list(rounds[0])
+    table = [["rows/s (median)", *names]]
     for scenario in SCENARIOS:
-        if all(scenario in columns[name] for name in names):
-            table.append([scenario, *(f"{columns[name][scenario]:,.0f}" for name in names)])
-    print(f"{args.rows:,} messages of {args.body} bytes; Spark local[2]; {load()}")
+        if all(scenario in rounds[0][name] for name in names):
+            medians = [statistics.median(r[name][scenario] for r in rounds) for name in names]
+            table.append([scenario, *(f"{m:,.0f}" for m in medians)])
+    for spark_scenario, loop in RATIOS:
+        if all(spark_scenario in rounds[0][name] for name in names):
+            cells = []
+            for name in names:
+                each = [r[name][spark_scenario] / r[name][loop] for r in rounds]
+                listed = ", ".join(f"{x:.2f}" for x in each)
+                cells.append(
+                    f"{statistics.median(each):.2f}x" + (f" ({listed})" if len(each) > 1 else "")
+                )
+            table.append([f"{spark_scenario} / {loop}", *cells])
+    print(
+        f"{args.rows:,} messages of {args.body} bytes; Spark local[2]; {len(rounds)} round(s), "
+        f"medians, ratios within each round; {load()}"
+    )
     print_table(table)
     args.spark.stop()
 
