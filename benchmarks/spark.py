@@ -42,7 +42,7 @@ from typing import Any
 
 import pika
 
-from benchmarks.measure import cpu_seconds, print_table, process_tree
+from benchmarks.measure import compile_bytecode, cpu_seconds, print_table, process_tree
 from benchmarks.side_by_side import add_broker_options, side_by_side
 from rabbitish.spark.options import DEFAULT_PREFETCH
 
@@ -490,6 +490,7 @@ def main() -> None:
     )
     add_broker_options(parser)
     args = parser.parse_args()
+    compile_bytecode()  # Spark's Python processes import the connector as installed
     args.spark = session()
     rounds = []
     for number in range(1, args.repeat + 1):

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import base64
-import compileall
 import os
 import statistics
 import subprocess
@@ -28,6 +27,7 @@ import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
+from benchmarks.measure import compile_bytecode
 from tests.support.ports import ReservedPort
 from tests.support.raw_amqp import RawClient
 from tests.support.real_rabbitmq import rabbitmq_available, real_rabbitmq
@@ -117,17 +117,6 @@ def rabbitmq_start() -> float:
     with real_rabbitmq() as node:
         RawClient(node.url, timeout=5).open().close()
         return time.monotonic() - started
-
-
-def compile_bytecode() -> int:
-    """Write `__pycache__` for every module of the package, whatever the environment says."""
-    import rabbitish.cli  # binds rabbitish too
-
-    roots = [*rabbitish.__path__, *rabbitish.cli.__path__]
-    for root in roots:
-        if not compileall.compile_dir(root, quiet=1):
-            raise SystemExit(f"could not compile {root}")
-    return sum(1 for root in roots for _ in Path(root).rglob("*.py"))
 
 
 def ms(values: list[float]) -> str:

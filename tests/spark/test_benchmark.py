@@ -11,6 +11,7 @@ import pytest
 pytest.importorskip("pyspark", reason="pyspark is not installed: pip install -e '.[spark]'")
 
 from benchmarks.spark import SCENARIOS, run_broker
+from benchmarks.spark_reader import fill, read
 
 pytestmark = pytest.mark.spark
 
@@ -28,3 +29,9 @@ def test_every_scenario_runs_and_reports_a_rate(spark, broker_url):
     rates = run_broker(broker_url, [], args)
     assert sorted(rates) == sorted(SCENARIOS)
     assert all(rate > 0 for rate in rates.values())
+
+
+def test_the_reader_without_spark_takes_every_message(broker_url, uid):
+    fill(broker_url, 300, queue=uid)
+    sizes = read(broker_url, 0.0, 0.0, queue=uid)
+    assert sum(sizes) == 300
