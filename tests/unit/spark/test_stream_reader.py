@@ -7,9 +7,11 @@ is rolled back when the reader's stop() runs."""
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 from typing import Any
 
+import pika
 import pytest
 
 pytest.importorskip("pyspark", reason="rabbitish.spark needs the spark extra")
@@ -19,8 +21,9 @@ from pyspark.sql.streaming.datasource import ReadAllAvailable
 from rabbitish.spark.amqp_client import Connection
 from rabbitish.spark.options import AmqpOptions
 from rabbitish.spark.schema import SCHEMA
-from rabbitish.spark.stream_prepared import BatchReader, txn_name
+from rabbitish.spark.stream_prepared import BatchReader, txn_name, txn_names
 from rabbitish.spark.stream_reader import AmqpStreamReader
+from rabbitish.testing import call_in_loop, running_broker
 from tests.support.clients import pika_channel
 from tests.support.waiting import wait_until
 
@@ -98,3 +101,55 @@ def test_what_was_prepared_ahead_and_never_handed_out_is_rolled_back_by_stop(
     for first in (0, 10, 20):
         assert names.read(txn_name(query, first)) is None
     wait_until(lambda: _depth(broker_url, queue) == len(SENT), timeout=10)
+
+
+def test_no_offset_names_a_prepare_before_the_broker_has_it_on_disk(tmp_path, uid):
+    """The reader's thread sends a prepare without waiting for its commit-ok; Spark's next call
+    waits for it. Here the store's writer is held: the prepare is in the broker's memory, not
+    on disk, and latestOffset returns only once the writer goes on."""
+    # What building the batch's Arrow rows first imports, imported now: the reader's thread is
+    # then idle within milliseconds of the prepare, free to answer latestOffset.
+    pytest.importorskip("pyarrow")
+    pytest.importorskip("pyspark.sql.pandas.types")
+    with running_broker(data_dir=str(tmp_path / "data")) as broker:
+        with pika_channel(broker.url) as ch:
+            ch.queue_declare(uid, durable=True)
+            ch.confirm_delivery()
+            for body in SENT:
+                ch.basic_publish("", uid, body, pika.BasicProperties(delivery_mode=2))
+        writer = broker.journal.writer
+        half = broker.node.vhosts["/"].half
+        gate, held = threading.Event(), threading.Event()
+
+        def hold() -> None:
+            held.set()
+            gate.wait(30)
+
+        # One prepare takes every message: the thread is then idle, free to answer Spark.
+        options = AmqpOptions.parse({"url": broker.url, "queue": uid, "prefetch": "25"})
+        reader = AmqpStreamReader(options, SCHEMA)
+        found: list[dict[str, Any]] = []
+        caller = threading.Thread(
+            target=lambda: found.append(reader.latestOffset(named, ReadAllAvailable()))
+        )
+        writer.before_write = hold
+        try:
+            start = reader.initialOffset()
+            # Consuming: the deliveries' marks go to the writer thread, which stops there; a
+            # prepare's batch waits behind it.
+            reader.prepareForTriggerAvailableNow()
+            assert held.wait(10)
+            named = reader.latestOffset(start, ReadAllAvailable())
+            assert reader.partitions(start, named) == []  # the thread starts preparing
+            first = txn_name(named["reader"], 0)
+            wait_until(lambda: call_in_loop(broker, lambda: first in half.txns), timeout=10)
+            caller.start()
+            caller.join(0.3)
+            assert caller.is_alive() and not found  # the prepare is not on disk yet
+        finally:
+            writer.before_write = None
+            gate.set()
+            if caller.ident is not None:
+                caller.join(10)
+            reader.stop()
+        assert found and txn_names(found[0]["txn"])[0] == first
