@@ -388,17 +388,7 @@ def run_broker(url: str, pids: list[int], args: argparse.Namespace) -> dict[str,
     assert depth(url, queue) == rows
 
     with tempfile.TemporaryDirectory(prefix="bench-spark-") as work:
-        checkpoint = str(Path(work, "read"))
-        source = spark.readStream.format("amqp").option("url", url).option("queue", queue)
-        if args.prefetch:
-            source = source.option("prefetch", args.prefetch)
-        stream = (
-            source.option("checkpointLocation", checkpoint)
-            .load()
-            .writeStream.format("noop")
-            .option("checkpointLocation", checkpoint)
-            .trigger(availableNow=True)
-        )
+        stream = stream_read(spark, url, queue, str(Path(work, "read")), args.prefetch)
         started: list[Any] = []
         split = CpuSplit(pids)
         with split if args.cpu_split else contextlib.nullcontext():
@@ -441,6 +431,21 @@ def run_broker(url: str, pids: list[int], args: argparse.Namespace) -> dict[str,
     return rates
 
 
+def stream_read(spark: Any, url: str, queue: str, checkpoint: str, prefetch: int | None) -> Any:
+    """The streaming read of `queue` into Spark's noop sink, Trigger.AvailableNow, not started.
+    The reader gets the checkpoint too: on RabbitMQ it keeps its write-ahead log there."""
+    source = spark.readStream.format("amqp").option("url", url).option("queue", queue)
+    if prefetch:
+        source = source.option("prefetch", prefetch)
+    return (
+        source.option("checkpointLocation", checkpoint)
+        .load()
+        .writeStream.format("noop")
+        .option("checkpointLocation", checkpoint)
+        .trigger(availableNow=True)
+    )
+
+
 def warm_up(spark: Any, url: str, queue: str) -> None:
     """Spark's first jobs pay for starting Python workers, not the connector's cost: a batch
     write starts the tasks' workers, and a streaming read of 1,000 messages the daemon that
@@ -452,15 +457,7 @@ def warm_up(spark: Any, url: str, queue: str) -> None:
         "routingKey", queue
     ).mode("append").save()
     with tempfile.TemporaryDirectory(prefix="bench-spark-warm-") as work:
-        source = spark.readStream.format("amqp").option("url", url).option("queue", queue)
-        query = (
-            source.option("checkpointLocation", work)
-            .load()
-            .writeStream.format("noop")
-            .option("checkpointLocation", work)
-            .trigger(availableNow=True)
-            .start()
-        )
+        query = stream_read(spark, url, queue, work, None).start()
         query.awaitTermination()
     assert depth(url, queue) == 0
 
