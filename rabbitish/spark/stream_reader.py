@@ -500,11 +500,10 @@ class AmqpStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         if not taken:
             return False
         name = txn_name(reader, offset)
-        channel = self._channel()
-        channel.tx_commits_wait()  # one prepare in flight at a time
         # Not waited for: the next messages come in (the prepare frees their credit) while
-        # the broker writes it; Spark's next call waits for it first.
-        prepare(channel, max(d.tag for d in taken), name, wait=False)
+        # the broker writes it; Spark's next call waits for it first, and so does the channel
+        # before it sends the next prepare (one in flight at a time).
+        prepare(self._channel(), max(d.tag for d in taken), name, wait=False)
         self._decision_staged = False
         rows = [d.row for d in taken]
         self._planned(reader, offset, name, rows)
