@@ -24,21 +24,17 @@ import time
 import pika
 
 from benchmarks.measure import cpu_seconds
-from benchmarks.spark import pika_consume
+from benchmarks.spark import pika_consume, pika_publish
 from tests.support.broker_process import BrokerProcess
 
 QUEUE = "bench-spark-reader"
 
 
 def fill(url: str, rows: int, queue: str = QUEUE) -> None:
+    """`rows` persistent 100-byte messages on durable `queue`, as benchmarks.spark publishes."""
     with pika.BlockingConnection(pika.URLParameters(url)) as connection:
-        channel = connection.channel()
-        channel.queue_declare(queue, durable=True)
-        channel.tx_select()
-        persistent = pika.BasicProperties(delivery_mode=2)
-        for _ in range(rows):
-            channel.basic_publish("", queue, b"x" * 100, persistent)
-        channel.tx_commit()
+        connection.channel().queue_declare(queue, durable=True)
+    pika_publish(url, queue, rows, b"x" * 100)
 
 
 def read(url: str, batch_seconds: float, row_seconds: float, queue: str = QUEUE) -> list[int]:
