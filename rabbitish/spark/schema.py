@@ -6,6 +6,7 @@ from __future__ import annotations
 import base64
 import datetime as dt
 import decimal
+import functools
 import json
 from collections.abc import Iterator
 from typing import Any
@@ -124,7 +125,7 @@ def arrow_batch(rows: list[tuple[Any, ...]]) -> Any:
     it."""
     import pyarrow as pa
 
-    schema = _arrow_schema()
+    schema = arrow_schema()
     columns: list[Any] = list(zip(*rows, strict=True))
     pairs: dict[int, list[tuple[str, str | None]]] = {}  # rows often share one headers dict
     columns[HEADERS_COLUMN] = [
@@ -159,12 +160,41 @@ def arrow_batches(data: bytes) -> Iterator[Any]:
     yield from pa.ipc.open_stream(data)
 
 
-def _arrow_schema() -> Any:
-    """The Arrow schema Spark expects of a Python data source's batches (its worker's own
-    choice: SCHEMA, timestamps in UTC)."""
-    from pyspark.sql.pandas.types import to_arrow_schema
+def load_arrow() -> None:
+    """Imports what building the first Arrow batch imports: pyarrow, and pandas, which
+    pyarrow's `pa.array` imports on its first call when it is installed (0.3-0.4 s). The
+    stream reader runs this on a thread of its own while the query starts, instead of in
+    front of its first batch."""
+    import pyarrow as pa
 
-    return to_arrow_schema(SCHEMA, timezone="UTC")
+    pa.array([], type=pa.string())
+    arrow_schema()
+
+
+@functools.cache
+def arrow_schema() -> Any:
+    """The Arrow schema Spark expects of a Python data source's batches: SCHEMA as PySpark's
+    `to_arrow_schema(SCHEMA, timezone="UTC")` converts it, built here from SCHEMA's few types
+    without going through PySpark's pandas module."""
+    import pyarrow as pa
+
+    def arrow_type(spark_type: Any) -> Any:
+        if isinstance(spark_type, MapType):
+            key, value = arrow_type(spark_type.keyType), arrow_type(spark_type.valueType)
+            return pa.map_(key, value)
+        if isinstance(spark_type, TimestampType):
+            return pa.timestamp("us", tz="UTC")
+        simple = {
+            BinaryType: pa.binary(),
+            StringType: pa.string(),
+            IntegerType: pa.int32(),
+            BooleanType: pa.bool_(),
+        }
+        return simple[type(spark_type)]
+
+    return pa.schema(
+        [pa.field(f.name, arrow_type(f.dataType), nullable=f.nullable) for f in SCHEMA.fields]
+    )
 
 
 def check_write_schema(schema: StructType) -> None:

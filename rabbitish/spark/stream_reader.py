@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import threading
 import time
 import uuid
 from collections import deque
@@ -41,6 +42,7 @@ from rabbitish.spark.schema import (
     arrow_batches,
     arrow_rows,
     ipc_stream,
+    load_arrow,
 )
 from rabbitish.spark.stream_log import PlannedRange, StreamLog, fingerprint
 from rabbitish.spark.stream_prepared import (
@@ -174,8 +176,6 @@ class AmqpStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             self._thread = ConnectionThread(f"amqp-stream-{self.queue}", self._take_in)
 
         def after_commits() -> Any:
-            if self._consumer is not None:
-                self._consumer.tx_commits_wait()  # what was prepared ahead is on disk
             self._queued_commits()
             return work()
 
@@ -303,6 +303,10 @@ class AmqpStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         are acked into a new prepared transaction, on disk before the offset is returned. The
         query's very first offset only names the query (an empty batch), so that every batch
         after it has a name a restarted driver can derive."""
+        if self._consumer is not None:
+            # What was prepared ahead is handed out only once it is on disk. Other calls need
+            # not wait: what they write on the channel waits for it anyway.
+            self._consumer.tx_commits_wait()
         offset = int(start["seq"])
         reader = start.get("reader")
         if reader is None:
@@ -532,6 +536,8 @@ class AmqpStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 self.directory = Path(checkpoint, LOG_DIRECTORY, quote(self.queue, ""))
                 prepared = prepared and not self.directory.exists()
             self._prepared = prepared
+            # Every batch is built as Arrow here: its imports start now, beside the query's.
+            threading.Thread(target=load_arrow, name="amqp-load-arrow", daemon=True).start()
         return self._prepared
 
     def _take(self, offset: int, want: float, size: float) -> list[Delivery]:

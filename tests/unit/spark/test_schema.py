@@ -13,7 +13,7 @@ pytest.importorskip("pyspark", reason="rabbitish.spark needs the spark extra")
 import pika
 import pyarrow as pa
 
-from rabbitish.spark.schema import batch_messages
+from rabbitish.spark.schema import SCHEMA, arrow_schema, batch_messages
 
 
 def _decoded(encoded: bytes) -> pika.BasicProperties:
@@ -83,3 +83,12 @@ def test_options_win_over_columns_and_the_half_header_joins_the_rows_headers():
     ((exchange, key, encoded, _body),) = batch_messages(batch, "", "rk", "spark-2")
     assert (exchange, key) == ("", "rk")
     assert _decoded(encoded).headers == {"a": "1", "x-half-txn": "spark-2"}
+
+
+def test_the_arrow_schema_is_the_one_pyspark_converts_schema_to():
+    """Batches must have the schema PySpark's worker expects; ours is built without PySpark's
+    converter (which imports pandas) and must not drift from it."""
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    assert arrow_schema() == to_arrow_schema(SCHEMA, timezone="UTC")
+    assert arrow_schema().metadata is None
