@@ -16,13 +16,14 @@ import pytest
 
 pytest.importorskip("pyspark", reason="rabbitish.spark needs the spark extra")
 
-from pyspark.sql.streaming.datasource import ReadAllAvailable
+from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows
 
 from rabbitish.spark.amqp_client import Connection
 from rabbitish.spark.options import AmqpOptions
-from rabbitish.spark.schema import SCHEMA
+from rabbitish.spark.schema import SCHEMA, load_arrow
 from rabbitish.spark.stream_prepared import BatchReader, txn_name, txn_names
 from rabbitish.spark.stream_reader import AmqpStreamReader
+from rabbitish.store import ops
 from rabbitish.testing import call_in_loop, running_broker
 from tests.support.clients import pika_channel
 from tests.support.waiting import wait_until
@@ -110,7 +111,7 @@ def test_no_offset_names_a_prepare_before_the_broker_has_it_on_disk(tmp_path, ui
     # What building the batch's Arrow rows first imports, imported now: the reader's thread is
     # then idle within milliseconds of the prepare, free to answer latestOffset.
     pytest.importorskip("pyarrow")
-    pytest.importorskip("pyspark.sql.pandas.types")
+    load_arrow()
     with running_broker(data_dir=str(tmp_path / "data")) as broker:
         with pika_channel(broker.url) as ch:
             ch.queue_declare(uid, durable=True)
@@ -153,3 +154,59 @@ def test_no_offset_names_a_prepare_before_the_broker_has_it_on_disk(tmp_path, ui
                 caller.join(10)
             reader.stop()
         assert found and txn_names(found[0]["txn"])[0] == first
+
+
+def test_partitions_of_a_batch_on_disk_answer_while_the_next_prepare_is_in_flight(
+    tmp_path, uid, monkeypatch
+):
+    """Only latestOffset waits for the prepare in flight: a batch it handed out is on disk, so
+    Spark's partitions call for it answers while the store holds back the write of the
+    thread's next prepare."""
+    pytest.importorskip("pyarrow")
+    load_arrow()
+    gate, held = threading.Event(), threading.Event()
+    held_txn: list[str] = []
+    write_batch = ops.write_batch
+
+    def holding(db: Any, batch: list[ops.Op]) -> set[int]:
+        locked = {row[1] for op in batch if isinstance(op, ops.LockSettlements) for row in op.rows}
+        if held_txn and held_txn[0] in locked:
+            held.set()
+            gate.wait(30)
+        return write_batch(db, batch)
+
+    monkeypatch.setattr(ops, "write_batch", holding)
+    with running_broker(data_dir=str(tmp_path / "data")) as broker:
+        with pika_channel(broker.url) as ch:
+            ch.queue_declare(uid, durable=True)
+            ch.confirm_delivery()
+            for body in SENT[:20]:
+                ch.basic_publish("", uid, body, pika.BasicProperties(delivery_mode=2))
+        # A batch is one transaction of 10: one batch is prepared ahead, no more.
+        settings = {"url": broker.url, "queue": uid, "prefetch": "10", "maxRows": "10"}
+        reader = AmqpStreamReader(AmqpOptions.parse(settings), SCHEMA)
+        answered: list[Any] = []
+        caller: threading.Thread | None = None
+        try:
+            start = reader.initialOffset()
+            reader.prepareForTriggerAvailableNow()
+            named = reader.latestOffset(start, ReadMaxRows(10))
+            first, second = txn_name(named["reader"], 0), txn_name(named["reader"], 10)
+            held_txn.append(second)
+            assert reader.partitions(start, named) == []  # the thread prepares the first 10
+            end = reader.latestOffset(named, ReadMaxRows(10))
+            assert txn_names(end["txn"]) == [first]
+            # Handed out: the thread prepares the next 10, whose write the store holds.
+            assert held.wait(10)
+            caller = threading.Thread(target=lambda: answered.append(reader.partitions(named, end)))
+            caller.start()
+            caller.join(5)
+            assert answered, "partitions waited for the prepare in flight"
+            (partition,) = answered[0]
+            got = [b for batch in reader.read(partition) for b in batch.column("body").to_pylist()]
+            assert got == SENT[:10]
+        finally:
+            gate.set()
+            if caller is not None:
+                caller.join(10)
+            reader.stop()
