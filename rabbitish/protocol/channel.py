@@ -27,7 +27,14 @@ from rabbitish.protocol.ack_timeout import AckTimeout
 from rabbitish.protocol.confirms import PublisherConfirms
 from rabbitish.protocol.consumers import GlobalLimiter
 from rabbitish.protocol.content import ContentAssembly
-from rabbitish.protocol.framing import Chunk, encode_close, encode_content, method_ids, method_index
+from rabbitish.protocol.framing import (
+    Chunk,
+    Payload,
+    encode_close,
+    encode_content,
+    method_ids,
+    method_index,
+)
 from rabbitish.protocol.states import (
     ChannelAction,
     ChannelEvent,
@@ -44,7 +51,7 @@ if TYPE_CHECKING:
     from rabbitish.protocol.consumers import Consumer091
     from rabbitish.protocol.dispatch import Routes
 
-FrameAction = Callable[[Rule, int, bytes], None]  # what a channel state does with a frame
+FrameAction = Callable[[Rule, int, Payload], None]  # what a channel state does with a frame
 
 _OPEN = ChannelState.OPEN
 _CLOSING = ChannelState.CLOSING
@@ -143,13 +150,14 @@ class Channel:
         self._advance(ChannelEvent.COMMIT_STARTED if value else ChannelEvent.COMMIT_DONE)
 
     # ------------------------------------------------------------------ frames
-    def handle_frame(self, ftype: int, payload: bytes) -> None:
+    def handle_frame(self, ftype: int, payload: Payload) -> None:
         """A method, content header or body frame for this channel; the state's rule decides."""
         rule = channel_rule(self.state, ftype, payload)
         self._actions[rule.action](rule, ftype, payload)
 
-    def _dispatch(self, rule: Rule, ftype: int, payload: bytes) -> None:
+    def _dispatch(self, rule: Rule, ftype: int, payload: Payload) -> None:
         """Run the method's handler: a soft error closes the channel, a hard one the connection."""
+        assert isinstance(payload, bytes), "a method frame's payload is never a view"
         route = self.routes.get(method_index(payload))
         self.dispatching = True
         try:
@@ -194,17 +202,17 @@ class Channel:
             self.conn._decode(payload)
             raise
 
-    def _refuse(self, rule: Rule, ftype: int, payload: bytes) -> None:
+    def _refuse(self, rule: Rule, ftype: int, payload: Payload) -> None:
         assert rule.error is not None
         raise rule.error.error(ftype, payload)
 
-    def _ignore(self, rule: Rule, ftype: int, payload: bytes) -> None:
+    def _ignore(self, rule: Rule, ftype: int, payload: Payload) -> None:
         return
 
-    def _answer_close(self, rule: Rule, ftype: int, payload: bytes) -> None:
+    def _answer_close(self, rule: Rule, ftype: int, payload: Payload) -> None:
         self.conn.send_method(self.id, commands.Channel.CloseOk())
 
-    def _close_done(self, rule: Rule, ftype: int, payload: bytes) -> None:
+    def _close_done(self, rule: Rule, ftype: int, payload: Payload) -> None:
         self.closed = True
         self.conn.channel_closed(self.id)
 

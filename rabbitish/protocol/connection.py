@@ -47,6 +47,7 @@ from rabbitish.protocol.framing import (
     FrameSyncError,
     MalformedTable,
     MethodDecodeError,
+    Payload,
     cannot_decode,
     decode_method,
     encode_close,
@@ -175,7 +176,7 @@ class Connection(ClientConnection):
                 for complete in completions:
                     complete()
 
-    def _handle_frame(self, ftype: int, channel_id: int, payload: bytes) -> None:
+    def _handle_frame(self, ftype: int, channel_id: int, payload: Payload) -> None:
         """One whole frame: the state's rule (states.py) decides what happens to it. Content
         frames on a channel skip the lookup in the states where the table sends them on
         (states.CONTENT_TO_CHANNEL): two of the three frames of every publish."""
@@ -191,9 +192,10 @@ class Connection(ClientConnection):
         else:
             channel.handle_frame(ftype, payload)
 
-    def _connection_method(self, payload: bytes) -> Method:
+    def _connection_method(self, payload: Payload) -> Method:
         """Decode a connection method: 501 for a short string that is not UTF-8, 541 for other
         arguments that do not fit (during the handshake any error just drops the socket)."""
+        assert isinstance(payload, bytes), "a method frame's payload is never a view"
         try:
             return decode_method(payload)
         except (MethodDecodeError, MalformedTable) as err:
@@ -205,8 +207,9 @@ class Connection(ClientConnection):
         """Move to the state states.py names for `event` in the current one."""
         self.state = next_connection_state(self.state, event)
 
-    def _decode(self, payload: bytes) -> Method:
+    def _decode(self, payload: Payload) -> Method:
         """Decode a channel method; arguments that do not fit its layout are a 501."""
+        assert isinstance(payload, bytes), "a method frame's payload is never a view"
         try:
             return decode_method(payload)
         except (KeyError, MalformedTable) as err:
@@ -216,7 +219,7 @@ class Connection(ClientConnection):
         except MethodDecodeError as err:
             raise cannot_decode(payload[4:]).at(*method_ids(payload)) from err
 
-    def _new_channel(self, channel_id: int, ftype: int, payload: bytes) -> None:
+    def _new_channel(self, channel_id: int, ftype: int, payload: Payload) -> None:
         """First frame on a channel number: RabbitMQ counts channels against channel_max (it
         does not check the number itself), then the unopened channel's rules apply."""
         if len(self.channels) >= self.channel_max:
@@ -237,10 +240,10 @@ class Connection(ClientConnection):
         raise rule.error.error(ftype, payload)
 
     # ------------------------------------------------------------------ connection class
-    def _ignore(self, rule: Rule, ftype: int, payload: bytes, method: Method | None) -> None:
+    def _ignore(self, rule: Rule, ftype: int, payload: Payload, method: Method | None) -> None:
         return
 
-    def _drop_frame(self, rule: Rule, ftype: int, payload: bytes, method: Method | None) -> None:
+    def _drop_frame(self, rule: Rule, ftype: int, payload: Payload, method: Method | None) -> None:
         """An unknown method crashes RabbitMQ's reader (the socket goes at once); a known one
         out of place in the handshake is a silent refusal."""
         class_id, method_id = method_ids(payload)
@@ -248,43 +251,47 @@ class Connection(ClientConnection):
             f"method {class_id}/{method_id} in state {self.state.name}", linger=method is not None
         )
 
-    def _frame_error(self, rule: Rule, ftype: int, payload: bytes, method: Method | None) -> None:
+    def _frame_error(self, rule: Rule, ftype: int, payload: Payload, method: Method | None) -> None:
         raise unknown_frame(ftype, payload)
 
     def _unexpected_frame(
-        self, rule: Rule, ftype: int, payload: bytes, method: Method | None
+        self, rule: Rule, ftype: int, payload: Payload, method: Method | None
     ) -> None:
         raise unexpected_frame_type(ftype, payload)
 
-    def _refuse(self, rule: Rule, ftype: int, payload: bytes, method: Method | None) -> None:
+    def _refuse(self, rule: Rule, ftype: int, payload: Payload, method: Method | None) -> None:
         assert rule.error is not None
         raise rule.error.error(ftype, payload)
 
-    def _close(self, rule: Rule, ftype: int, payload: bytes, method: Method | None) -> None:
+    def _close(self, rule: Rule, ftype: int, payload: Payload, method: Method | None) -> None:
         """The client closes: release everything, close-ok, and let the client hang up."""
         self._teardown()
         self.send_method(0, commands.Connection.CloseOk())
         self.advance(ConnectionEvent.CLOSE_ANSWERED)
         self.close_reason = "client closed"
 
-    def _update_secret(self, rule: Rule, ftype: int, payload: bytes, method: Method | None) -> None:
+    def _update_secret(
+        self, rule: Rule, ftype: int, payload: Payload, method: Method | None
+    ) -> None:
         self.send_method(0, commands.Connection.UpdateSecretOk())
 
-    def _answer_close(self, rule: Rule, ftype: int, payload: bytes, method: Method | None) -> None:
+    def _answer_close(
+        self, rule: Rule, ftype: int, payload: Payload, method: Method | None
+    ) -> None:
         self.send_method(0, commands.Connection.CloseOk())
 
-    def _close_done(self, rule: Rule, ftype: int, payload: bytes, method: Method | None) -> None:
+    def _close_done(self, rule: Rule, ftype: int, payload: Payload, method: Method | None) -> None:
         self.should_close = True
 
-    def _start_ok(self, rule: Rule, ftype: int, payload: bytes, method: Method | None) -> None:
+    def _start_ok(self, rule: Rule, ftype: int, payload: Payload, method: Method | None) -> None:
         assert isinstance(method, commands.Connection.StartOk)
         handshake.start_ok(self, method)
 
-    def _tune_ok(self, rule: Rule, ftype: int, payload: bytes, method: Method | None) -> None:
+    def _tune_ok(self, rule: Rule, ftype: int, payload: Payload, method: Method | None) -> None:
         assert isinstance(method, commands.Connection.TuneOk)
         handshake.tune_ok(self, method)
 
-    def _open(self, rule: Rule, ftype: int, payload: bytes, method: Method | None) -> None:
+    def _open(self, rule: Rule, ftype: int, payload: Payload, method: Method | None) -> None:
         assert isinstance(method, commands.Connection.Open)
         handshake.open_vhost(self, method)
 
@@ -370,7 +377,8 @@ class Connection(ClientConnection):
 
 # Keyed by any rule's action type: the connection's rules only ever name connection actions.
 _ACTIONS: dict[
-    ConnectionAction | ChannelAction, Callable[[Connection, Rule, int, bytes, Method | None], None]
+    ConnectionAction | ChannelAction,
+    Callable[[Connection, Rule, int, Payload, Method | None], None],
 ] = {
     ConnectionAction.IGNORE: Connection._ignore,
     ConnectionAction.DROP: Connection._drop_frame,

@@ -16,7 +16,7 @@ from rabbitish.engine.errors import (
     message_too_large,
     unexpected_frame,
 )
-from rabbitish.protocol.framing import decode_content_header
+from rabbitish.protocol.framing import Payload, decode_content_header
 from rabbitish.protocol.states import ChannelEvent, Rule
 
 PUBLISH = (60, 40)  # the one method that carries content from a client
@@ -62,7 +62,7 @@ class ContentAssembly:
         self._fields: tuple[Any, ...] = ()
         self._body_size = 0
         self._raw_properties = b""
-        self._body_parts: list[bytes] = []
+        self._body_parts: list[Payload] = []
         self._received = 0
 
     def start(self, handler: ContentHandler, fields: tuple[Any, ...]) -> None:
@@ -74,8 +74,9 @@ class ContentAssembly:
         self._received = 0
         self._advance(_CONTENT_METHOD)
 
-    def header_frame(self, rule: Rule, ftype: int, payload: bytes) -> None:
+    def header_frame(self, rule: Rule, ftype: int, payload: Payload) -> None:
         """The content header: the body size and the raw properties (kept as they came)."""
+        assert isinstance(payload, bytes), "a content header's payload is never a view"
         try:
             class_id, body_size, raw = decode_content_header(payload)
         except (ValueError, struct.error) as err:
@@ -100,7 +101,7 @@ class ContentAssembly:
         else:
             self._advance(_CONTENT_HEADER)
 
-    def body_frame(self, rule: Rule, ftype: int, payload: bytes) -> None:
+    def body_frame(self, rule: Rule, ftype: int, payload: Payload) -> None:
         """A body frame; the last one (the announced size is in) completes the command."""
         self._body_parts.append(payload)
         self._received += len(payload)
@@ -115,7 +116,8 @@ class ContentAssembly:
         self._handler, self._fields = None, ()
         self._advance(_CONTENT_DONE)
         parts = self._body_parts
-        body = parts[0] if len(parts) == 1 else b"".join(parts)
+        # bytes() of a bytes payload is that object; of a large frame's view, its one copy.
+        body = bytes(parts[0]) if len(parts) == 1 else b"".join(parts)
         self._body_parts = []
         try:
             handler(self._owner, *fields, self._raw_properties, body)

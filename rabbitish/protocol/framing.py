@@ -55,8 +55,15 @@ class BadFrame(ConnectionError_):
 
 
 # One whole frame as read off the wire: (type, channel, payload), the payload without the
-# header and the frame-end byte. A plain tuple: one is made per frame read.
-RawFrame = tuple[int, int, bytes]
+# header and the frame-end byte. A plain tuple: one is made per frame read. A large body
+# frame's payload is a view of the bytes read (`VIEWED_BODY_FRAME`), every other one bytes.
+Payload = bytes | memoryview
+RawFrame = tuple[int, int, Payload]
+# From this size a body frame's payload is not copied out of the read: the content's assembly
+# (one join of the frames' views) is its only copy before the body is whole. Smaller ones are
+# sliced, which costs less than a view for a few KiB.
+VIEWED_BODY_FRAME = 64 * 1024
+KEPT_AS_VIEW = 16 * 1024  # a piece of a large body frame kept back as a view, not copied
 
 
 class FrameReader:
@@ -66,23 +73,30 @@ class FrameReader:
     RabbitMQ lets a payload reach frame_max itself (not frame_max - 8): many clients get the
     overhead wrong, so the limit has that much slack."""
 
-    __slots__ = ("_need", "_rest", "frame_max")
+    __slots__ = ("_have", "_kept", "_need", "_rest", "frame_max")
 
     def __init__(self, frame_max: int) -> None:
-        self._rest = bytearray()  # the start of a frame not yet whole...
+        # The start of a frame not yet whole: in `_rest`, or, for a large body frame once its
+        # header is in, in `_kept` (views of the reads it came in, small pieces copied into
+        # one), `_have` bytes of it...
+        self._rest = bytearray()
+        self._kept: list[bytes | bytearray | memoryview] = []
+        self._have = 0
         self._need = 0  # ...and how many bytes it takes to get on with it
         self.frame_max = frame_max
 
     def feed(self, data: bytes) -> Iterator[RawFrame]:
         """Take more bytes and yield every frame now complete. Raises a 501 connection error for
         an oversized frame (as soon as its header is in) or a wrong frame-end byte, after
-        yielding the frames before it. Payloads are sliced from the bytes read (one copy each).
-        Only an incomplete last frame is kept back: it grows in place until whole, taking from
-        the next read just the bytes it lacks, so a frame trickling in a byte at a time costs no
-        more than one arriving at once, and frames that follow it are sliced from that read as
-        the others are (a large message's frames seldom line up with reads)."""
+        yielding the frames before it. Payloads are sliced from the bytes read (one copy each),
+        except large body frames', which are views of them. Only an incomplete last frame is
+        kept back, taking from the next read just the bytes it lacks, so a frame trickling in
+        a byte at a time costs no more than one arriving at once, and frames that follow it
+        are sliced from that read as the others are (a large message's frames seldom line up
+        with reads). A large body frame is kept back as views of the reads, joined once it is
+        whole: its only copy before the content's assembly."""
         offset = 0
-        if self._rest:
+        if self._rest or self._kept:
             offset = self._complete_rest(data)
             if offset < 0:
                 return
@@ -90,16 +104,21 @@ class FrameReader:
         buf = data
         available = len(buf)
         self._need = 7
+        viewed = False  # the frame left incomplete at the end is a large body frame
         try:
             while available - offset >= 7:
                 ftype, channel, size = _frame_header.unpack_from(buf, offset)
                 if size > self.frame_max:
                     raise frame_too_large(ftype, size, self.frame_max)
                 total = size + FRAME_OVERHEAD
+                viewed = ftype == FRAME_BODY and size >= VIEWED_BODY_FRAME
                 if available - offset < total:
                     self._need = total
                     break
-                payload = buf[offset + 7 : offset + 7 + size]
+                if viewed:
+                    payload: Payload = memoryview(buf)[offset + 7 : offset + 7 + size]
+                else:
+                    payload = buf[offset + 7 : offset + 7 + size]
                 end = buf[offset + total - 1]
                 offset += total
                 if end != FRAME_END:
@@ -108,14 +127,17 @@ class FrameReader:
                 yield ftype, channel, payload
         finally:
             if offset < available:
-                self._rest += memoryview(buf)[offset:]
+                if viewed and self._need > 7:
+                    self._keep(memoryview(buf)[offset:])
+                else:
+                    self._rest += memoryview(buf)[offset:]
 
     def _complete_rest(self, data: bytes) -> int:
         """Move from the front of `data` what the kept-back frame lacks. Returns how many bytes
         of `data` that took, or -1 when the frame is still not whole (all of `data` taken)."""
         rest = self._rest
         taken = 0
-        if len(rest) < 7:  # its header first: the size says how much more it needs
+        if not self._kept and len(rest) < 7:  # its header first: the size says how much more
             taken = min(7 - len(rest), len(data))
             rest += memoryview(data)[:taken]
             if len(rest) < 7:
@@ -124,20 +146,48 @@ class FrameReader:
             if size > self.frame_max:
                 raise frame_too_large(ftype, size, self.frame_max)
             self._need = size + FRAME_OVERHEAD
-        more = min(self._need - len(rest), len(data) - taken)
+            if ftype == FRAME_BODY and size >= VIEWED_BODY_FRAME:
+                self._keep(bytes(rest))
+                rest.clear()
+        more = min(self._need - self.buffered, len(data) - taken)
         if more:
-            rest += memoryview(data)[taken : taken + more]
+            if self._kept:
+                self._keep(memoryview(data)[taken : taken + more])
+            else:
+                rest += memoryview(data)[taken : taken + more]
             taken += more
-        return taken if len(rest) >= self._need else -1
+        return taken if self.buffered >= self._need else -1
+
+    def _keep(self, piece: Payload) -> None:
+        """Keep back part of a large body frame: a large piece as it is (a view of the read),
+        small ones copied into one, so a frame trickling in holds a few objects, not one per
+        read."""
+        kept = self._kept
+        if len(piece) >= KEPT_AS_VIEW:
+            kept.append(piece)
+        elif kept and isinstance(kept[-1], bytearray):
+            kept[-1] += piece
+        else:
+            kept.append(bytearray(piece))
+        self._have += len(piece)
 
     def _take_rest(self) -> RawFrame:
-        """The kept-back frame, now whole."""
-        rest = self._rest
-        ftype, channel, size = _frame_header.unpack_from(rest, 0)
-        with memoryview(rest) as view:
-            payload = bytes(view[7 : 7 + size])
-        end = rest[size + 7]
-        rest.clear()
+        """The kept-back frame, now whole. A large body frame's payload is a view of its one
+        join; any other is copied out."""
+        payload: Payload
+        if self._kept:
+            whole = b"".join(self._kept)
+            self._kept, self._have = [], 0
+            ftype, channel, size = _frame_header.unpack_from(whole, 0)
+            end = whole[size + 7]
+            payload = memoryview(whole)[7 : 7 + size]
+        else:
+            rest = self._rest
+            ftype, channel, size = _frame_header.unpack_from(rest, 0)
+            end = rest[size + 7]
+            with memoryview(rest) as view:
+                payload = bytes(view[7 : 7 + size])
+            rest.clear()
         if end != FRAME_END:
             reason = f"{{invalid_frame_end_marker,{end}}}"
             raise FrameSyncError(FRAME_ERROR, _frame_text(ftype, payload, reason))
@@ -145,7 +195,8 @@ class FrameReader:
 
     @property
     def buffered(self) -> int:
-        return len(self._rest)
+        """Bytes of an incomplete frame held back."""
+        return self._have if self._kept else len(self._rest)
 
 
 # ---------------------------------------------------------------------- error texts
@@ -156,13 +207,13 @@ def frame_too_large(ftype: int, size: int, frame_max: int) -> FrameSyncError:
     )
 
 
-def unknown_frame(ftype: int, payload: bytes) -> ConnectionError_:
+def unknown_frame(ftype: int, payload: Payload) -> ConnectionError_:
     """501 for a frame RabbitMQ cannot classify: unknown type, a method or content header too
     short to hold its fixed fields, a heartbeat with a payload."""
     return BadFrame(FRAME_ERROR, _frame_text(ftype, payload, "unknown_frame"))
 
 
-def unexpected_frame_type(ftype: int, payload: bytes) -> ConnectionError_:
+def unexpected_frame_type(ftype: int, payload: Payload) -> ConnectionError_:
     """505 for a well-formed frame where none of its type may appear (content on channel 0, a
     heartbeat on a channel)."""
     return BadFrame(UNEXPECTED_FRAME, _frame_text(ftype, payload, None))
@@ -173,9 +224,10 @@ def cannot_decode(fields: bytes) -> ConnectionError_:
     return frame_error(f"cannot decode {erlang_terms.written_binary(fields)}")
 
 
-def _frame_text(ftype: int, payload: bytes, reason: str | None) -> str:
+def _frame_text(ftype: int, payload: Payload, reason: str | None) -> str:
     """``type ~tp, ~ts octets = ~tp`` plus ``: ~tp`` of the reason."""
-    scope, snippet = ("all", payload) if len(payload) <= 16 else ("first 16", payload[:16])
+    scope = "all" if len(payload) <= 16 else "first 16"
+    snippet = bytes(payload[:16])
     text = f"type {ftype}, {scope} octets = "
     text += erlang_terms.binary(snippet, erlang_terms.column(text))
     if reason is None:
@@ -285,14 +337,14 @@ def _table(payload: bytes, offset: int) -> tuple[dict[str, Any], int]:
         raise MalformedTable(str(err)) from err
 
 
-def method_ids(payload: bytes) -> tuple[int, int]:
+def method_ids(payload: Payload) -> tuple[int, int]:
     """Class and method id of a method frame payload, without decoding the arguments."""
     if len(payload) < 4:
         return 0, 0
     return int.from_bytes(payload[0:2], "big"), int.from_bytes(payload[2:4], "big")
 
 
-def method_index(payload: bytes) -> int:
+def method_index(payload: Payload) -> int:
     """(class id << 16) | method id; the caller made sure the payload holds four bytes."""
     index: int = _method_index.unpack_from(payload, 0)[0]
     return index

@@ -31,6 +31,7 @@ from rabbitish.protocol.framing import (
     FRAME_METHOD,
     KNOWN_METHODS,
     METHOD_INDEX,
+    Payload,
     method_ids,
     method_index,
 )
@@ -75,7 +76,7 @@ _CONNECTION_METHOD = FrameKind.CONNECTION_METHOD
 _CHANNEL_FRAME = FrameKind.CHANNEL_FRAME
 
 
-def classify(ftype: int, channel: int, payload: bytes) -> FrameKind:
+def classify(ftype: int, channel: int, payload: Payload) -> FrameKind:
     """What a frame is, before any state is consulted (RabbitMQ's reader checks these first)."""
     if ftype == FRAME_METHOD:
         if len(payload) < 4:
@@ -131,7 +132,7 @@ class Refusal:
     text: str
     at: tuple[int, int] | None = None
 
-    def error(self, ftype: int, payload: bytes) -> ConnectionError_:
+    def error(self, ftype: int, payload: Payload) -> ConnectionError_:
         if self.at is not None:
             at = self.at
         else:
@@ -241,7 +242,7 @@ CONTENT_TO_CHANNEL: frozenset[ConnectionState] = frozenset(
 HEADER_FIXED_SIZE = 12  # class, weight, body size: a shorter content header is MALFORMED
 
 
-def content_to_channel(state: ConnectionState, ftype: int, channel: int, payload: bytes) -> bool:
+def content_to_channel(state: ConnectionState, ftype: int, channel: int, payload: Payload) -> bool:
     """True for a content frame whose rule is surely TO_CHANNEL, decided without the lookup."""
     return (
         channel != 0
@@ -250,7 +251,7 @@ def content_to_channel(state: ConnectionState, ftype: int, channel: int, payload
     )
 
 
-def connection_rule(state: ConnectionState, ftype: int, channel: int, payload: bytes) -> Rule:
+def connection_rule(state: ConnectionState, ftype: int, channel: int, payload: Payload) -> Rule:
     rules = CONNECTION_RULES[state]
     kind = classify(ftype, channel, payload)
     if kind is _CONNECTION_METHOD:
@@ -418,7 +419,7 @@ CHANNEL_RULES: dict[ChannelState, StateRules] = {
 }
 
 
-def channel_rule(state: ChannelState, ftype: int, payload: bytes) -> Rule:
+def channel_rule(state: ChannelState, ftype: int, payload: Payload) -> Rule:
     """The rule for a frame the connection passed on (a known method, a header or a body)."""
     rules = CHANNEL_RULES[state]
     if ftype == FRAME_METHOD and rules.methods:

@@ -11,7 +11,7 @@ import pytest
 
 from rabbitish.engine.errors import AMQPError, ConnectionError_, precondition_failed
 from rabbitish.protocol.content import ContentAssembly
-from rabbitish.protocol.framing import FRAME_BODY, FRAME_HEADER
+from rabbitish.protocol.framing import FRAME_BODY, FRAME_HEADER, Payload
 from rabbitish.protocol.states import ChannelAction, ChannelEvent, ChannelState, channel_rule
 
 PROPERTIES = b"\x10\x00\x02"  # property flags (delivery-mode only), delivery-mode 2
@@ -39,7 +39,7 @@ class Channel:
         assert rule.action is ChannelAction.CONTENT_HEADER
         self.content.header_frame(rule, FRAME_HEADER, payload)
 
-    def body(self, payload: bytes) -> None:
+    def body(self, payload: Payload) -> None:
         rule = channel_rule(ChannelState.AWAIT_BODY, FRAME_BODY, payload)
         assert rule.action is ChannelAction.CONTENT_BODY
         self.content.body_frame(rule, FRAME_BODY, payload)
@@ -58,6 +58,18 @@ def test_method_header_and_body_frames_make_one_command():
     assert ch.events == [E.CONTENT_METHOD, E.CONTENT_HEADER, E.CONTENT_DONE]
     assert ch.commands == [(OWNER, "amq.direct", "key", False, False, PROPERTIES, b"abcde")]
     assert ch.refused == []
+
+
+@pytest.mark.parametrize("pieces", [[b"abcde"], [b"ab", b"cde"], [b"a", b"", b"bcd", b"e"]])
+def test_a_body_of_views_reaches_the_handler_as_bytes(pieces):
+    """Large body frames come as views of the reads (framing.py): the handler gets bytes."""
+    ch = Channel()
+    ch.start()
+    ch.header(5)
+    for piece in pieces:
+        ch.body(memoryview(bytearray(piece)))
+    ((*_, body),) = ch.commands
+    assert type(body) is bytes and body == b"abcde"
 
 
 def test_a_body_in_one_frame_is_passed_on_as_it_came():

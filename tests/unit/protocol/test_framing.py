@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import struct
+import tracemalloc
 
 import pytest
 from hypothesis import given, settings
@@ -22,6 +23,7 @@ from rabbitish.protocol.framing import (
     FrameSyncError,
     MalformedTable,
     MethodDecodeError,
+    VIEWED_BODY_FRAME,
     RawFrame,
     decode_method,
     encode_content,
@@ -69,6 +71,72 @@ def test_any_slicing_yields_the_same_frames(cuts):
     for start, end in itertools.pairwise(points):
         got.extend(reader.feed(stream[start:end]))
     assert got == _expected()
+
+
+LARGE_FRAME_MAX = 131072
+
+
+def _large_bodies() -> list[bytes]:
+    """Body frames from just below the size read as a view to frame_max, between small ones."""
+    sizes = [VIEWED_BODY_FRAME - 1, VIEWED_BODY_FRAME, LARGE_FRAME_MAX, 10, LARGE_FRAME_MAX - 3]
+    return [
+        encode_frame(FRAME_BODY, 1 + n, bytes([n]) * size) for n, size in enumerate(sizes)
+    ]
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.integers(min_value=0, max_value=400_000), max_size=12))
+def test_large_body_frames_are_views_that_later_reads_leave_alone(cuts):
+    """From VIEWED_BODY_FRAME on a body frame's payload is a view of what was read, not a copy,
+    whether it came in one read or was kept back across several; feeding more bytes afterwards
+    (into the buffer the reader keeps back the next frame in) never changes it."""
+    frames = _large_bodies()
+    stream = b"".join(frames)
+    points = sorted({min(c, len(stream)) for c in cuts} | {0, len(stream)})
+    reader = FrameReader(LARGE_FRAME_MAX)
+    got: list[RawFrame] = []
+    for start, end in itertools.pairwise(points):
+        got.extend(reader.feed(stream[start:end]))
+    assert [(t, c, bytes(p)) for t, c, p in got] == [
+        (f[0], int.from_bytes(f[1:3], "big"), f[7:-1]) for f in frames
+    ]
+    kinds = [type(payload) for _, _, payload in got]
+    assert kinds == [bytes, memoryview, memoryview, bytes, memoryview]
+
+
+def test_a_large_body_frame_trickling_in_holds_about_its_own_size():
+    """Kept back a byte per read, a large body frame is not held as one view per read (each
+    of which would keep its read alive): memory stays near the frame's own size."""
+    size = VIEWED_BODY_FRAME + 100
+    stream = encode_frame(FRAME_BODY, 1, b"t" * size)
+    reads = [stream[i : i + 1] for i in range(len(stream))]
+    reader = FrameReader(LARGE_FRAME_MAX)
+    got: list[RawFrame] = []
+    tracemalloc.start()
+    try:
+        for data in reads[:-1]:
+            got.extend(reader.feed(data))
+        held, _peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert got == [] and reader.buffered == len(stream) - 1
+    assert held < 2 * size
+    ((ftype, channel, payload),) = reader.feed(reads[-1])
+    assert (ftype, channel, bytes(payload)) == (FRAME_BODY, 1, b"t" * size)
+    assert reader.buffered == 0
+
+
+def test_wrong_frame_end_of_a_large_body_frame_kept_back_reads_as_bytes():
+    reader = FrameReader(LARGE_FRAME_MAX)
+    size = VIEWED_BODY_FRAME
+    bad = struct.pack(">BHI", FRAME_BODY, 1, size) + b"z" * size + b"\x00"
+    assert list(reader.feed(bad[:1000])) == []
+    with pytest.raises(FrameSyncError) as info:
+        list(reader.feed(bad[1000:]))
+    assert info.value.reply_text == (
+        'FRAME_ERROR - type 3, first 16 octets = <<"zzzzzzzzzzzzzzzz">>: '
+        "{invalid_frame_end_marker,0}"
+    )
 
 
 def test_oversized_header_raises_before_the_payload_arrives():
