@@ -157,7 +157,7 @@ class Queue:
     # ------------------------------------------------------------------ counts
     @property
     def message_count(self) -> int:
-        return len(self.ready)
+        return self.ready.count
 
     @property
     def unacked(self) -> int:
@@ -207,7 +207,7 @@ class Queue:
             return False
         args = self.args
         if args.rejects_overflow and self.would_overflow(
-            len(self.ready), self.ready.bytes, message.size
+            self.ready.count, self.ready.bytes, message.size
         ):
             if args.overflow == "reject-publish-dlx":
                 self.vhost.dead_letter(self, [self._new_entry(message)], "maxlen")
@@ -218,7 +218,7 @@ class Queue:
             message.pinned = True  # only durable queues' messages can be read back from disk
         self.vhost.journal.message_enqueued(self, entry)
         spill = self.vhost.spill
-        if spill is not None and spill.paging and len(self.ready) > SPILL_AFTER:
+        if spill is not None and spill.paging and self.ready.count > SPILL_AFTER:
             # Memory pressure: the body waits on disk (after the journal took its copy).
             # Persistent messages on durable queues too: the journal's pager drops theirs only
             # past its per-queue limits.
@@ -261,8 +261,8 @@ class Queue:
     def _drop_head_over_limit(self) -> None:
         args = self.args
         dropped: list[QueueEntry] = []
-        while len(self.ready) and (
-            (args.max_length is not None and len(self.ready) > args.max_length)
+        while self.ready.count and (
+            (args.max_length is not None and self.ready.count > args.max_length)
             or (args.max_length_bytes is not None and self.ready.bytes > args.max_length_bytes)
         ):
             dropped.append(self.ready.pop())
@@ -350,7 +350,7 @@ class Queue:
         `credit_returned` names it, so a message costs a look at the consumers that can take
         it, however many are full. With consumer priorities, `_dispatch_by_priority`."""
         active = self._active
-        if self._dispatching or self._held or not active or not len(self.ready):
+        if self._dispatching or self._held or not active or not self.ready.count:
             return
         self._dispatching = True
         try:
@@ -358,7 +358,7 @@ class Queue:
                 self._dispatch_by_priority()
                 return
             ready = self.ready
-            while len(ready) and active:
+            while ready.count and active:
                 # Each active consumer once, from the cursor on, round the circle.
                 count = len(active)
                 pos = self._rr
@@ -405,7 +405,7 @@ class Queue:
         """The highest-priority consumer with credit gets the message; within a priority, the
         one served moves to the back of its group (round-robin), as RabbitMQ does."""
         active = self._active
-        while len(self.ready) and active:
+        while self.ready.count and active:
             pos = 0
             chosen = entry = None
             while pos < len(active):
@@ -526,7 +526,7 @@ class Queue:
                 delivered += 1
         finally:
             self._dispatching = False
-        return Drained(delivered, none_left or not len(self.ready))
+        return Drained(delivered, none_left or not self.ready.count)
 
     def _hand_over(self, consumer: Consumer, entry: QueueEntry) -> None:
         entry.delivery_count += 1
@@ -556,18 +556,21 @@ class Queue:
         now = None
         expired: list[QueueEntry] = []
         taken = None
-        while (head := ready.peek()) is not None:
+        while ready.count:
+            head = ready.pop()
             if head.expires_at is not None and head is not self._arriving:
                 now = now if now is not None else self.scheduler.now()
                 if head.expires_at <= now:
-                    expired.append(ready.pop())
+                    expired.append(head)
                     continue
-            taken = ready.pop()
+            taken = head
             break
         if expired:
             self.vhost.dead_letter(self, expired, "expired")
-        if taken is not None and len(ready):
-            self._arm_ttl()  # the new head may carry an expiry nobody is timing yet
+        if taken is not None and ready.count:
+            new_head = ready.peek()
+            if new_head is not None and new_head.expires_at is not None:
+                self._arm_ttl()  # the new head carries an expiry nobody may be timing yet
         return taken
 
     def _take_selected(self, selection: Selection) -> QueueEntry | None:
@@ -584,7 +587,7 @@ class Queue:
             return accepts(entry)
 
         taken = self.ready.take_matching(deliverable, selection.seen)
-        if taken is not None and len(self.ready):
+        if taken is not None and self.ready.count:
             self._arm_ttl()
         return taken
 
@@ -739,7 +742,7 @@ class Queue:
         """Dead-letter the expired messages at the head, then wait for the next head's TTL."""
         now = self.scheduler.now()
         expired: list[QueueEntry] = []
-        while len(self.ready):
+        while self.ready.count:
             head = self.ready.peek()
             assert head is not None
             if head.expires_at is None or head.expires_at > now:

@@ -17,23 +17,28 @@ from rabbitish.engine.message import QueueEntry
 
 
 class ReadyList:
-    __slots__ = ("_fresh", "_requeued", "bytes")
+    __slots__ = ("_fresh", "_requeued", "bytes", "count")
 
     def __init__(self) -> None:
         self._fresh: deque[QueueEntry] = deque()
         self._requeued: list[QueueEntry] = []
         self.bytes = 0
+        # Entries held: the queue reads it several times per message, where `len()` would
+        # be a Python call each time.
+        self.count = 0
 
     def __len__(self) -> int:
-        return len(self._fresh) + len(self._requeued)
+        return self.count
 
     def append(self, entry: QueueEntry) -> None:
         self._fresh.append(entry)
         self.bytes += entry.message.size
+        self.count += 1
 
     def requeue(self, entry: QueueEntry) -> None:
         heapq.heappush(self._requeued, entry)
         self.bytes += entry.message.size
+        self.count += 1
 
     def peek(self) -> QueueEntry | None:
         if self._requeued:
@@ -43,6 +48,7 @@ class ReadyList:
     def pop(self) -> QueueEntry:
         entry = heapq.heappop(self._requeued) if self._requeued else self._fresh.popleft()
         self.bytes -= entry.message.size
+        self.count -= 1
         return entry
 
     def take_matching(
@@ -58,6 +64,7 @@ class ReadyList:
                     requeued.remove(entry)
                     heapq.heapify(requeued)
                     self.bytes -= entry.message.size
+                    self.count -= 1
                     return entry
         fresh = self._fresh
         mark = seen.get(self)
@@ -67,6 +74,7 @@ class ReadyList:
                 del fresh[index]
                 seen[self] = entry.seq
                 self.bytes -= entry.message.size
+                self.count -= 1
                 return entry
         if fresh:
             seen[self] = fresh[-1].seq
@@ -84,6 +92,7 @@ class ReadyList:
         self._fresh.clear()
         self._requeued.clear()
         self.bytes = 0
+        self.count = 0
         return entries
 
     def __iter__(self) -> Iterator[QueueEntry]:
@@ -94,17 +103,18 @@ class ReadyList:
 class PriorityReady:
     """x-max-priority queues: one ReadyList per level, highest level served first."""
 
-    __slots__ = ("_levels", "max_priority")
+    __slots__ = ("_levels", "count", "max_priority")
 
     def __init__(self, max_priority: int) -> None:
         self.max_priority = max_priority
         self._levels = [ReadyList() for _ in range(max_priority + 1)]
+        self.count = 0  # entries held, over all levels (as ReadyList.count)
 
     def _level(self, entry: QueueEntry) -> ReadyList:
         return self._levels[min(entry.message.priority, self.max_priority)]
 
     def __len__(self) -> int:
-        return sum(len(level) for level in self._levels)
+        return self.count
 
     @property
     def bytes(self) -> int:
@@ -112,9 +122,11 @@ class PriorityReady:
 
     def append(self, entry: QueueEntry) -> None:
         self._level(entry).append(entry)
+        self.count += 1
 
     def requeue(self, entry: QueueEntry) -> None:
         self._level(entry).requeue(entry)
+        self.count += 1
 
     def peek(self) -> QueueEntry | None:
         for level in reversed(self._levels):
@@ -124,7 +136,8 @@ class PriorityReady:
 
     def pop(self) -> QueueEntry:
         for level in reversed(self._levels):
-            if len(level):
+            if level.count:
+                self.count -= 1
                 return level.pop()
         raise IndexError("pop from an empty queue")
 
@@ -132,9 +145,10 @@ class PriorityReady:
         self, accepts: Callable[[QueueEntry], bool], seen: dict[object, int]
     ) -> QueueEntry | None:
         for level in reversed(self._levels):
-            if len(level):
+            if level.count:
                 entry = level.take_matching(accepts, seen)
                 if entry is not None:
+                    self.count -= 1
                     return entry
         return None
 
@@ -147,6 +161,7 @@ class PriorityReady:
         entries = list(self)
         for level in self._levels:
             level.clear()
+        self.count = 0
         return entries
 
     def __iter__(self) -> Iterator[QueueEntry]:

@@ -196,7 +196,7 @@ class Transaction:
                     continue
                 held = room.get(id(queue))
                 if held is None:
-                    room[id(queue)] = held = [len(queue.ready), queue.ready.bytes]
+                    room[id(queue)] = held = [queue.ready.count, queue.ready.bytes]
                 if queue.would_overflow(held[0], held[1], size):
                     raise precondition_failed(PARTIAL_COMPLETION)
                 held[0] += 1
