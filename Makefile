@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 SPARK_STAMP := $(VENV)/.spark-installed
 
-.PHONY: run test lint typecheck setup spark clean compat bench screenshots fuzz crash-prepared netfaults powerloss
+.PHONY: run test lint typecheck setup spark clean compat bench screenshots fuzz crash-prepared netfaults powerloss native test-native
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -34,6 +34,26 @@ test: $(STAMP)
 	$(BIN)/ruff check .
 	$(MAKE) --no-print-directory typecheck
 	$(BIN)/pytest -q -rs
+	@if command -v cc >/dev/null 2>&1; then \
+		$(MAKE) --no-print-directory test-native; \
+	else \
+		echo "no C compiler: the compiled build (make test-native) is not tested"; \
+	fi
+
+# The package with its hot modules compiled (RABBITISH_COMPILE=1's build, rabbitish/native.py)
+# under build/native, rebuilt when the sources changed.
+native: $(STAMP)
+	$(BIN)/python -m tests.support.native_build
+
+# The unit tests and the 0-9-1 and 1.0 suites with real clients, against build/native: every
+# `python -m rabbitish` they start runs it too (PYTHONSAFEPATH keeps the checkout off sys.path).
+NATIVE_SUITES := tests/unit tests/bridge $(addprefix tests/integration/test_,\
+	ack.py confirms.py consume.py content.py get.py kombu.py limits.py ordering.py publish.py \
+	qos.py tx.py tx_more.py tx_ack_only.py dead_letter.py wire_errors.py wire_handshake.py)
+
+test-native: native
+	PYTHONSAFEPATH=1 PYTHONPATH=$(CURDIR)/build/native RABBITISH_EXPECT_COMPILED=1 \
+		$(BIN)/pytest -q -rs --import-mode=append -p no:cacheprovider $(NATIVE_SUITES)
 
 compat: $(STAMP)
 	$(BIN)/python -m compat_matrix

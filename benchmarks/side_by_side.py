@@ -22,6 +22,20 @@ def add_broker_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--only", choices=["rabbitish", "rabbitmq"])
     parser.add_argument("--url", help="only this running broker")
     parser.add_argument("--pid", type=int, action="append", default=[], help="its process(es)")
+    parser.add_argument(
+        "--native",
+        action="store_true",
+        help="run rabbitish with its hot modules compiled, as RABBITISH_COMPILE=1 installs it",
+    )
+
+
+def rabbitish_env(args: argparse.Namespace) -> dict[str, str] | None:
+    """The environment that runs the compiled package (`--native`), built first if stale."""
+    if not args.native:
+        return None
+    from tests.support.native_build import build
+
+    return {"PYTHONPATH": str(build()), "PYTHONSAFEPATH": "1"}
 
 
 def side_by_side(args: argparse.Namespace, run: Run[T]) -> dict[str, T]:
@@ -31,12 +45,14 @@ def side_by_side(args: argparse.Namespace, run: Run[T]) -> dict[str, T]:
         columns[args.url] = run(args.url, args.pid, args)
         return columns
     if args.only != "rabbitmq":
+        env = rabbitish_env(args)
         with (
             tempfile.TemporaryDirectory(prefix="rabbitish-bench-") as data_dir,
-            BrokerProcess("--fsync", "always", data_dir=data_dir) as broker,
+            BrokerProcess("--fsync", "always", data_dir=data_dir, env=env) as broker,
         ):
             assert broker.proc is not None
-            columns["rabbitish"] = run(broker.url, [broker.proc.pid], args)
+            name = "rabbitish (compiled)" if args.native else "rabbitish"
+            columns[name] = run(broker.url, [broker.proc.pid], args)
     from tests.support.real_rabbitmq import rabbitmq_available, real_rabbitmq
 
     if args.only != "rabbitish" and rabbitmq_available():

@@ -75,7 +75,7 @@ class Node:
         self.vhost_listeners: list[Callable[[str, VirtualHost | None], None]] = []
         # Counters of what came and went, for statistics: queue ones are counted by the vhosts.
         self.churn = dict.fromkeys(CHURN_NAMES, 0)
-        self.connections: set[FrontEndConnection] = ConnectionSet(self.churn)
+        self.connections = ConnectionSet(self.churn)
         # Every open transaction; idle ones holding work end after `transaction_timeout`
         # seconds (0: never).
         self.transactions = TransactionRegistry(

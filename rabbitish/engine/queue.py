@@ -365,7 +365,7 @@ class Queue:
                 if pos >= count:
                     pos = 0
                 chosen = entry = None
-                for _ in range(count):
+                for _ in range(len(active)):  # `count` shrinks as full ones leave
                     candidate = active[pos]
                     if candidate.credit > 0:
                         selection = candidate.selection

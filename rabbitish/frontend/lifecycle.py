@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from mypy_extensions import mypyc_attr
+
 from rabbitish.engine.auth import Authorize, Peer
 from rabbitish.engine.sessions import ConnectionView, SocketStats
 from rabbitish.frontend.output import BufferedOutput
@@ -20,6 +22,7 @@ if TYPE_CHECKING:
     from rabbitish.engine.vhost import VirtualHost
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)  # the 1.0 bridge's connection is one
 class ClientConnection(BufferedOutput):
     """What every front end's connection holds and how it ends; subclasses run the protocol.
     It is the broker's `FrontEndConnection` (engine/sessions.py) for both protocols."""

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from mypy_extensions import mypyc_attr
+
 Chunk = bytes | memoryview  # a piece of output: joined once when the I/O layer takes it
 
 
@@ -14,6 +16,7 @@ def _nothing() -> None:
     return None
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class BufferedOutput:
     """Frames written and not yet taken by the I/O layer. `wake` is called when the first frame
     of a batch is queued, so the I/O layer can schedule one flush for the batch. Once the socket

@@ -5,12 +5,12 @@ sees rates over the last few seconds, as RabbitMQ's 5-second samples show them."
 from __future__ import annotations
 
 import time
-import weakref
 from collections import deque
 from collections.abc import Callable
 from typing import Any
 
 WINDOW = 5.0  # seconds of samples kept per object
+FORGET_AFTER = 60.0  # seconds after its last sample that an object's series is dropped
 MIN_SPACING = 0.2  # a new sample no sooner than this after the previous one
 
 
@@ -31,16 +31,32 @@ class Rates:
     ) -> None:
         self._clock = clock
         self._wall = wall
-        self._series: weakref.WeakKeyDictionary[Any, dict[Any, _Series]] = (
-            weakref.WeakKeyDictionary()
-        )
+        # Per object (a connection, a queue...): its parts' series and when it was last
+        # sampled. Held strongly (the compiled queue, channel and connection take no weak
+        # reference) and dropped FORGET_AFTER seconds after the last sample: one closed or
+        # deleted meanwhile stays that long at most; one still listed keeps its series.
+        self._series: dict[Any, tuple[dict[Any, _Series], list[float]]] = {}
+        self._swept_at = clock()
 
     def _get(self, owner: Any, part: Any) -> _Series:
-        parts = self._series.setdefault(owner, {})
+        now = self._clock()
+        if now - self._swept_at >= WINDOW:
+            self._sweep(now)
+        entry = self._series.get(owner)
+        if entry is None:
+            entry = self._series[owner] = ({}, [now])
+        parts, seen = entry
+        seen[0] = now
         series = parts.get(part)
         if series is None:
             series = parts[part] = _Series(self._wall())
         return series
+
+    def _sweep(self, now: float) -> None:
+        self._swept_at = now
+        stale = [owner for owner, (_, seen) in self._series.items() if now - seen[0] > FORGET_AFTER]
+        for owner in stale:
+            del self._series[owner]
 
     def sample(self, owner: Any, counters: dict[str, int], part: Any = None) -> dict[str, float]:
         """Record `counters` for `owner` (and `part` of it: a connection's channel) and return

@@ -158,8 +158,8 @@ class Connection(ClientConnection):
                     return
         except DropConnection as drop:
             self.drop(str(drop), drop.linger)
-        except FrameSyncError as error:
-            self._lost_sync(error)
+        except FrameSyncError as lost:
+            self._lost_sync(lost)
         except AMQPError as error:
             self.connection_error(error)
         except Exception:
@@ -212,12 +212,12 @@ class Connection(ClientConnection):
         assert isinstance(payload, bytes), "a method frame's payload is never a view"
         try:
             return decode_method(payload)
-        except (KeyError, MalformedTable) as err:
-            raise DropConnection(f"undecodable method {method_ids(payload)}") from err
-        except BadUtf8 as err:
-            raise malformed_utf8() from err
-        except MethodDecodeError as err:
-            raise cannot_decode(payload[4:]).at(*method_ids(payload)) from err
+        except (KeyError, MalformedTable) as undecodable:
+            raise DropConnection(f"undecodable method {method_ids(payload)}") from undecodable
+        except BadUtf8 as not_utf8:
+            raise malformed_utf8() from not_utf8
+        except MethodDecodeError as misfit:
+            raise cannot_decode(payload[4:]).at(*method_ids(payload)) from misfit
 
     def _new_channel(self, channel_id: int, ftype: int, payload: Payload) -> None:
         """First frame on a channel number: RabbitMQ counts channels against channel_max (it

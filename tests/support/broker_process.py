@@ -14,7 +14,7 @@ import signal
 import subprocess
 import sys
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 
@@ -50,8 +50,10 @@ class BrokerProcess:
         log: Path | None = None,
         keep_port: bool = False,
         url_query: str = "",
+        env: Mapping[str, str] | None = None,
     ) -> None:
         self.args = args
+        self.env = None if env is None else {**os.environ, **env}  # on top of this process's
         self.data_dir = str(data_dir)
         self.command = tuple(command)
         self.url_query = url_query
@@ -85,7 +87,11 @@ class BrokerProcess:
         with self.log.open("ab") as out:
             self._log_start = out.tell()
             self.proc = subprocess.Popen(
-                [*argv, *self.args], stdin=subprocess.DEVNULL, stdout=out, stderr=out
+                [*argv, *self.args],
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=out,
+                env=self.env,
             )
         try:
             ready = wait_until(

@@ -11,6 +11,7 @@ from __future__ import annotations
 import bisect
 from dataclasses import dataclass, field
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -19,6 +20,7 @@ from rabbitish.engine.delivery import Delivery, Outcome, settle
 from rabbitish.engine.node import Node
 from rabbitish.engine.queue import Queue
 from rabbitish.engine.vhost import VirtualHost
+from rabbitish.native import compiled
 from tests.support.engine import CODEC, Taker, message
 
 
@@ -314,6 +316,7 @@ def test_priority_order_is_that_of_a_queue_asking_everyone(operations, prioritie
     _same_order(operations, priorities)
 
 
+@pytest.mark.skipif(compiled(), reason="a compiled queue keeps its attributes in a C struct")
 def test_a_queue_keeps_few_enough_attributes_for_fast_attribute_access(vhost):
     """Past 29 instance attributes CPython 3.11 stops sharing a class's attribute keys and
     every attribute a queue reads on the hot path costs more: 30 made an engine publish, ack

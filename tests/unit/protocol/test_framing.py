@@ -18,12 +18,12 @@ from rabbitish.protocol.framing import (
     FRAME_HEADER,
     FRAME_METHOD,
     FRAME_OVERHEAD,
+    VIEWED_BODY_FRAME,
     BadUtf8,
     FrameReader,
     FrameSyncError,
     MalformedTable,
     MethodDecodeError,
-    VIEWED_BODY_FRAME,
     RawFrame,
     decode_method,
     encode_content,
@@ -79,9 +79,7 @@ LARGE_FRAME_MAX = 131072
 def _large_bodies() -> list[bytes]:
     """Body frames from just below the size read as a view to frame_max, between small ones."""
     sizes = [VIEWED_BODY_FRAME - 1, VIEWED_BODY_FRAME, LARGE_FRAME_MAX, 10, LARGE_FRAME_MAX - 3]
-    return [
-        encode_frame(FRAME_BODY, 1 + n, bytes([n]) * size) for n, size in enumerate(sizes)
-    ]
+    return [encode_frame(FRAME_BODY, 1 + n, bytes([n]) * size) for n, size in enumerate(sizes)]
 
 
 @settings(max_examples=100, deadline=None)
