@@ -28,7 +28,7 @@ from urllib.parse import urlparse
 from benchmarks import durable, per_write, transient
 from benchmarks.measure import Figure, markdown_table
 from benchmarks.report import SCENARIOS, drivers_rows, legend, machine, rows
-from benchmarks.side_by_side import start_both
+from benchmarks.side_by_side import add_native_option, start_both
 
 Brokers = dict[str, tuple[str, list[int]]]  # name -> (url, pids whose CPU counts)
 Suite = Callable[[str, list[int], argparse.Namespace], dict[str, Figure]]
@@ -116,6 +116,7 @@ def parse() -> argparse.Namespace:
         default=[],
         help='more `rabbitish serve` options, e.g. --serve-args="--busy-wait-us 0"',
     )
+    add_native_option(parser)
     return parser.parse_args()
 
 
@@ -131,7 +132,7 @@ def main() -> None:
         if not args.url:
             data_dir = stack.enter_context(tempfile.TemporaryDirectory(prefix="rabbitish-bench-"))
             brokers.update(
-                start_both(stack, data_dir, args.serve_args, with_rabbitmq=not args.no_rabbitmq)
+                start_both(stack, data_dir, args.serve_args, not args.no_rabbitmq, args=args)
             )
         results = run(brokers, drivers, args)
     print(machine(next(iter(results.values())), args))

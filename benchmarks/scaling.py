@@ -68,7 +68,7 @@ class Settings:
     per_connection_rate: float = 20.0  # msgs/s each connection publishes
     messages: int = 50_000  # per point: queues, consumers
     depth_messages: int = 20_000  # published onto, then consumed off, the deep queue
-    size_bytes: int = 256 * MIB  # bytes per size point (at least size_min messages)
+    size_bytes: int = 1024 * MIB  # bytes per size point (at least size_min messages)
     size_min: int = 20
     size_max: int = 20_000
     window_bytes: int = 8 * MIB  # unconfirmed bytes at most; prefetch by bytes as well

@@ -22,6 +22,10 @@ def add_broker_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--only", choices=["rabbitish", "rabbitmq"])
     parser.add_argument("--url", help="only this running broker")
     parser.add_argument("--pid", type=int, action="append", default=[], help="its process(es)")
+    add_native_option(parser)
+
+
+def add_native_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--native",
         action="store_true",
@@ -66,15 +70,19 @@ def start_both(
     data_dir: str | Path,
     serve_args: Sequence[str] = (),
     with_rabbitmq: bool = True,
+    args: argparse.Namespace | None = None,
 ) -> dict[str, tuple[str, list[int]]]:
-    """rabbitish (`--fsync always` on `data_dir`) and, when installed and wanted, a RabbitMQ
-    node, both running until `stack` closes, for benchmarks that interleave rounds between
-    them: name -> (url, the processes whose CPU counts)."""
+    """rabbitish (`--fsync always` on `data_dir`; compiled with `args.native`) and, when
+    installed and wanted, a RabbitMQ node, both running until `stack` closes, for benchmarks
+    that interleave rounds between them: name -> (url, the processes whose CPU counts)."""
     from tests.support.real_rabbitmq import rabbitmq_available, real_rabbitmq
 
-    ours = stack.enter_context(BrokerProcess("--fsync", "always", *serve_args, data_dir=data_dir))
+    env = rabbitish_env(args) if args is not None else None
+    ours = stack.enter_context(
+        BrokerProcess("--fsync", "always", *serve_args, data_dir=data_dir, env=env)
+    )
     assert ours.proc is not None
-    running = {"rabbitish": (ours.url, [ours.proc.pid])}
+    running = {"rabbitish (compiled)" if env else "rabbitish": (ours.url, [ours.proc.pid])}
     if with_rabbitmq and rabbitmq_available():
         node = stack.enter_context(real_rabbitmq())
         running[f"RabbitMQ {node.version}"] = (node.url, process_tree(node.pid))

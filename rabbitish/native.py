@@ -9,15 +9,20 @@ MODULES = (
     "rabbitish/engine/queue.py",
     "rabbitish/engine/ready.py",
     "rabbitish/engine/routing.py",
+    "rabbitish/engine/transactions.py",
     "rabbitish/frontend/lifecycle.py",
     "rabbitish/frontend/output.py",
     "rabbitish/protocol/basic.py",
     "rabbitish/protocol/channel.py",
     "rabbitish/protocol/connection.py",
+    "rabbitish/protocol/codec.py",
+    "rabbitish/protocol/confirms.py",
     "rabbitish/protocol/content.py",
     "rabbitish/protocol/framing.py",
     "rabbitish/protocol/outgoing.py",
+    "rabbitish/protocol/properties.py",
     "rabbitish/protocol/states.py",
+    "rabbitish/protocol/tx.py",
 )
 
 
