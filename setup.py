@@ -10,7 +10,9 @@ from typing import Any
 from setuptools import setup
 
 COMPILE = os.environ.get("RABBITISH_COMPILE") == "1"
-MYPYC = "mypy>=2.4,<2.5"  # mypyc ships with mypy; the version `make typecheck` uses
+# mypyc ships with mypy (the version `make typecheck` uses); pamqp, which the compiled modules
+# import, so they are compiled against its types as they are checked.
+BUILD_REQUIRES = ["mypy>=2.4,<2.5", "pamqp>=3.3,<5"]
 
 
 def compiled_modules() -> list[Any]:
@@ -25,4 +27,4 @@ def compiled_modules() -> list[Any]:
     return mypycify(["--config-file=", "--ignore-missing-imports", *modules], opt_level="3")
 
 
-setup(ext_modules=compiled_modules(), setup_requires=[MYPYC] if COMPILE else [])
+setup(ext_modules=compiled_modules(), setup_requires=BUILD_REQUIRES if COMPILE else [])
