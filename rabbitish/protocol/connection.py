@@ -19,7 +19,7 @@ answered with close-ok, then the client hangs up first (state ANSWERED)."""
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from pamqp import commands
@@ -48,6 +48,7 @@ from rabbitish.protocol.framing import (
     MalformedTable,
     MethodDecodeError,
     Payload,
+    RawFrame,
     cannot_decode,
     decode_method,
     encode_close,
@@ -149,10 +150,23 @@ class Connection(ClientConnection):
 
     def receive(self, data: bytes) -> None:
         """Feed bytes from the socket. Errors are turned into closes here; nothing raises."""
-        if self.state is _CLOSED or self.should_close:
-            return
+        if self.state is not _CLOSED and not self.should_close:
+            self._take_frames(self.reader.feed(data))
+
+    def read_buffer(self, scratch: memoryview) -> memoryview:
+        """Where the socket's next read should go (then `received`): `scratch`, a buffer the
+        caller reuses, or the rest of a large body frame, read straight into its own buffer."""
+        return self.reader.read_buffer(scratch)
+
+    def received(self, count: int) -> None:
+        """`count` bytes were read into the last `read_buffer`, as `receive` takes them."""
+        if self.state is not _CLOSED and not self.should_close:
+            self._take_frames(self.reader.received(count))
+
+    def _take_frames(self, frames: Iterator[RawFrame]) -> None:
+        """Handle the frames the reader yields; errors are turned into closes here."""
         try:
-            for ftype, channel_id, payload in self.reader.feed(data):
+            for ftype, channel_id, payload in frames:
                 self._handle_frame(ftype, channel_id, payload)
                 if self.should_close or self.state is _CLOSED:
                     return

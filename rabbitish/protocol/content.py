@@ -16,7 +16,12 @@ from rabbitish.engine.errors import (
     message_too_large,
     unexpected_frame,
 )
-from rabbitish.protocol.framing import Payload, decode_content_header
+from rabbitish.protocol.framing import (
+    VIEWED_BODY_FRAME,
+    Payload,
+    decode_content_header,
+    spare_frames,
+)
 from rabbitish.protocol.states import ChannelEvent, Rule
 
 PUBLISH = (60, 40)  # the one method that carries content from a client
@@ -119,6 +124,9 @@ class ContentAssembly:
         # bytes() of a bytes payload is that object; of a large frame's view, its one copy.
         body = bytes(parts[0]) if len(parts) == 1 else b"".join(parts)
         self._body_parts = []
+        if len(body) >= VIEWED_BODY_FRAME:
+            for part in parts:  # views of frame buffers the reader can fill again
+                spare_frames.give_back(part)
         try:
             handler(self._owner, *fields, self._raw_properties, body)
         except AMQPError as error:

@@ -56,34 +56,124 @@ class BadFrame(ConnectionError_):
 
 # One whole frame as read off the wire: (type, channel, payload), the payload without the
 # header and the frame-end byte. A plain tuple: one is made per frame read. A large body
-# frame's payload is a view of the bytes read (`VIEWED_BODY_FRAME`), every other one bytes.
+# frame's payload is a view (`VIEWED_BODY_FRAME`), every other one bytes.
 Payload = bytes | memoryview
 RawFrame = tuple[int, int, Payload]
-# From this size a body frame's payload is not copied out of the read: the content's assembly
-# (one join of the frames' views) is its only copy before the body is whole. Smaller ones are
-# sliced, which costs less than a view for a few KiB.
+# From this size a body frame's payload is not copied out of what was read: the content's
+# assembly (one join of the frames' views) is its only copy before the body is whole. Smaller
+# ones are sliced, which costs less than a view for a few KiB.
 VIEWED_BODY_FRAME = 64 * 1024
-KEPT_AS_VIEW = 16 * 1024  # a piece of a large body frame kept back as a view, not copied
+# After a full-size large body frame (more of its body follows), the next read is this short:
+# the next frame is another large body frame, and all of it past what this read takes goes
+# straight into its own buffer.
+AFTER_BODY_READ = 4096
+# Buffers of large body frames whose content is assembled, kept for the next ones, at most this
+# many bytes in all: a new bytearray is zero-filled first, which costs about what reading into
+# it does. One 16 MiB content's worth.
+SPARE_FRAME_BYTES = 16 * 1024 * 1024
+
+
+class SpareFrames:
+    """Buffers of large body frames nothing views any more, by size, for the reader to fill
+    again."""
+
+    __slots__ = ("_by_size", "_bytes", "limit")
+
+    def __init__(self, limit: int) -> None:
+        self._by_size: dict[int, list[bytearray]] = {}
+        self._bytes = 0
+        self.limit = limit
+
+    def take(self, size: int) -> bytearray:
+        """A buffer of `size` bytes: a spare one (holding old bytes, all to be overwritten), or
+        a new one."""
+        spares = self._by_size.get(size)
+        if spares:
+            self._bytes -= size
+            return spares.pop()
+        return bytearray(size)
+
+    def give_back(self, payload: Payload) -> None:
+        """The content `payload` was part of is assembled: release the view, and keep the
+        frame buffer under it if it is one of ours (a bytearray) that nothing else views. A
+        bytearray refuses to shrink while any view of it lives, so popping its last byte
+        (put back at once; neither moves the buffer) tells."""
+        if not isinstance(payload, memoryview):
+            return
+        frame = payload.obj
+        try:
+            payload.release()  # refused while views of this view live
+            if not isinstance(frame, bytearray) or self._bytes + len(frame) > self.limit:
+                return
+            frame.append(frame.pop())
+        except BufferError:
+            return
+        self._by_size.setdefault(len(frame), []).append(frame)
+        self._bytes += len(frame)
+
+
+# The frame buffers every reader of the process draws on (each is filled by one read at a
+# time: the loop thread's).
+spare_frames = SpareFrames(SPARE_FRAME_BYTES)
 
 
 class FrameReader:
     """Splits a byte stream into frames. Feed any slicing of the stream (one byte at a time works);
     frames come out whole and in order.
 
+    Two ways in: `feed` bytes read anywhere, or `read_buffer` then `received`, which read a
+    large body frame straight into its own buffer: no copy of it before the content's assembly.
+
     RabbitMQ lets a payload reach frame_max itself (not frame_max - 8): many clients get the
     overhead wrong, so the limit has that much slack."""
 
-    __slots__ = ("_have", "_kept", "_need", "_rest", "frame_max")
+    __slots__ = (
+        "_body_continues",
+        "_frame",
+        "_have",
+        "_into_frame",
+        "_need",
+        "_rest",
+        "_scratch",
+        "frame_max",
+    )
 
     def __init__(self, frame_max: int) -> None:
         # The start of a frame not yet whole: in `_rest`, or, for a large body frame once its
-        # header is in, in `_kept` (views of the reads it came in, small pieces copied into
-        # one), `_have` bytes of it...
+        # header is in, in `_frame` (a buffer of its whole size), `_have` bytes of it...
         self._rest = bytearray()
-        self._kept: list[bytes | bytearray | memoryview] = []
+        self._frame: bytearray | None = None
         self._have = 0
         self._need = 0  # ...and how many bytes it takes to get on with it
+        self._body_continues = False  # the last frame out was a full-size large body frame
+        self._into_frame = False  # the last `read_buffer` was the rest of `_frame`
+        self._scratch = memoryview(b"")  # ...else this, the caller's
         self.frame_max = frame_max
+
+    def read_buffer(self, scratch: memoryview) -> memoryview:
+        """Where the next read should go, `received` then told how much it took: the rest of a
+        large body frame being read (straight into its own buffer), else (the front of)
+        `scratch`, the caller's buffer, which `received` is done with when it returns."""
+        frame = self._frame
+        if frame is not None:
+            self._into_frame = True
+            return memoryview(frame)[self._have :]
+        self._into_frame = False
+        self._scratch = scratch
+        return scratch[:AFTER_BODY_READ] if self._body_continues else scratch
+
+    def received(self, count: int) -> Iterator[RawFrame]:
+        """`count` bytes were read into the last `read_buffer`: the frames now complete, as
+        `feed` yields them."""
+        if not self._into_frame:
+            return self.feed(bytes(self._scratch[:count]))
+        frame = self._frame
+        assert frame is not None
+        self._have += count
+        return self._whole_frame() if self._have == len(frame) else iter(())
+
+    def _whole_frame(self) -> Iterator[RawFrame]:
+        yield self._take_rest()
 
     def feed(self, data: bytes) -> Iterator[RawFrame]:
         """Take more bytes and yield every frame now complete. Raises a 501 connection error for
@@ -93,10 +183,10 @@ class FrameReader:
         kept back, taking from the next read just the bytes it lacks, so a frame trickling in
         a byte at a time costs no more than one arriving at once, and frames that follow it
         are sliced from that read as the others are (a large message's frames seldom line up
-        with reads). A large body frame is kept back as views of the reads, joined once it is
-        whole: its only copy before the content's assembly."""
+        with reads). A large body frame kept back goes into a buffer of its own size, which
+        its payload is then a view of."""
         offset = 0
-        if self._rest or self._kept:
+        if self._rest or self._frame is not None:
             offset = self._complete_rest(data)
             if offset < 0:
                 return
@@ -104,21 +194,22 @@ class FrameReader:
         buf = data
         available = len(buf)
         self._need = 7
-        viewed = False  # the frame left incomplete at the end is a large body frame
+        large = False  # the frame left incomplete at the end is a large body frame
         try:
             while available - offset >= 7:
                 ftype, channel, size = _frame_header.unpack_from(buf, offset)
                 if size > self.frame_max:
                     raise frame_too_large(ftype, size, self.frame_max)
                 total = size + FRAME_OVERHEAD
-                viewed = ftype == FRAME_BODY and size >= VIEWED_BODY_FRAME
+                large = ftype == FRAME_BODY and size >= VIEWED_BODY_FRAME
                 if available - offset < total:
                     self._need = total
                     break
-                if viewed:
+                if large:
                     payload: Payload = memoryview(buf)[offset + 7 : offset + 7 + size]
                 else:
                     payload = buf[offset + 7 : offset + 7 + size]
+                self._body_continues = large and size == self.frame_max - FRAME_OVERHEAD
                 end = buf[offset + total - 1]
                 offset += total
                 if end != FRAME_END:
@@ -127,17 +218,24 @@ class FrameReader:
                 yield ftype, channel, payload
         finally:
             if offset < available:
-                if viewed and self._need > 7:
-                    self._keep(memoryview(buf)[offset:])
+                if large and self._need > 7:
+                    self._start_frame(memoryview(buf)[offset:])
                 else:
                     self._rest += memoryview(buf)[offset:]
+
+    def _start_frame(self, start: bytearray | memoryview) -> None:
+        """Keep back the start of a large body frame (its header in) in a buffer of the
+        frame's whole size, which later reads fill."""
+        frame = self._frame = spare_frames.take(self._need)
+        have = self._have = len(start)
+        frame[:have] = start
 
     def _complete_rest(self, data: bytes) -> int:
         """Move from the front of `data` what the kept-back frame lacks. Returns how many bytes
         of `data` that took, or -1 when the frame is still not whole (all of `data` taken)."""
         rest = self._rest
         taken = 0
-        if not self._kept and len(rest) < 7:  # its header first: the size says how much more
+        if self._frame is None and len(rest) < 7:  # its header first: it says how much more
             taken = min(7 - len(rest), len(data))
             rest += memoryview(data)[:taken]
             if len(rest) < 7:
@@ -147,40 +245,30 @@ class FrameReader:
                 raise frame_too_large(ftype, size, self.frame_max)
             self._need = size + FRAME_OVERHEAD
             if ftype == FRAME_BODY and size >= VIEWED_BODY_FRAME:
-                self._keep(bytes(rest))
+                self._start_frame(rest)
                 rest.clear()
         more = min(self._need - self.buffered, len(data) - taken)
         if more:
-            if self._kept:
-                self._keep(memoryview(data)[taken : taken + more])
+            frame = self._frame
+            if frame is not None:
+                frame[self._have : self._have + more] = memoryview(data)[taken : taken + more]
+                self._have += more
             else:
                 rest += memoryview(data)[taken : taken + more]
             taken += more
         return taken if self.buffered >= self._need else -1
 
-    def _keep(self, piece: Payload) -> None:
-        """Keep back part of a large body frame: a large piece as it is (a view of the read),
-        small ones copied into one, so a frame trickling in holds a few objects, not one per
-        read."""
-        kept = self._kept
-        if len(piece) >= KEPT_AS_VIEW:
-            kept.append(piece)
-        elif kept and isinstance(kept[-1], bytearray):
-            kept[-1] += piece
-        else:
-            kept.append(bytearray(piece))
-        self._have += len(piece)
-
     def _take_rest(self) -> RawFrame:
-        """The kept-back frame, now whole. A large body frame's payload is a view of its one
-        join; any other is copied out."""
+        """The kept-back frame, now whole. A large body frame's payload is a view of its own
+        buffer; any other is copied out."""
         payload: Payload
-        if self._kept:
-            whole = b"".join(self._kept)
-            self._kept, self._have = [], 0
-            ftype, channel, size = _frame_header.unpack_from(whole, 0)
-            end = whole[size + 7]
-            payload = memoryview(whole)[7 : 7 + size]
+        frame = self._frame
+        if frame is not None:
+            self._frame, self._have = None, 0
+            ftype, channel, size = _frame_header.unpack_from(frame, 0)
+            end = frame[size + 7]
+            payload = memoryview(frame)[7 : 7 + size]
+            self._body_continues = size == self.frame_max - FRAME_OVERHEAD
         else:
             rest = self._rest
             ftype, channel, size = _frame_header.unpack_from(rest, 0)
@@ -188,6 +276,7 @@ class FrameReader:
             with memoryview(rest) as view:
                 payload = bytes(view[7 : 7 + size])
             rest.clear()
+            self._body_continues = False
         if end != FRAME_END:
             reason = f"{{invalid_frame_end_marker,{end}}}"
             raise FrameSyncError(FRAME_ERROR, _frame_text(ftype, payload, reason))
@@ -196,7 +285,7 @@ class FrameReader:
     @property
     def buffered(self) -> int:
         """Bytes of an incomplete frame held back."""
-        return self._have if self._kept else len(self._rest)
+        return self._have if self._frame is not None else len(self._rest)
 
 
 # ---------------------------------------------------------------------- error texts

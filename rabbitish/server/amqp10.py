@@ -19,7 +19,7 @@ from rabbitish.server.socket_protocol import SocketProtocol
 log = logging.getLogger("rabbitish.amqp10")
 
 
-class Amqp10ServerProtocol(SocketProtocol):
+class Amqp10ServerProtocol(SocketProtocol, asyncio.Protocol):
     """One per AMQP 1.0 connection, from the listener's hand-over on (`take_over`)."""
 
     conn: Connection10 | None

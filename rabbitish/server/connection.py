@@ -37,8 +37,18 @@ _OPEN = ConnectionState.OPEN
 _WAITING_FOR_PEER = frozenset({ConnectionState.CLOSING, ConnectionState.ANSWERED})
 
 
-class AmqpServerProtocol(SocketProtocol):
-    """One per 0-9-1 connection, from the listener's hand-over on (`take_over`)."""
+# Where a connection's reads go unless a large body frame takes them (protocol/framing.py):
+# one buffer for the process, since each read is taken out of it before the next is made.
+READ_SIZE = 256 * 1024
+_read_scratch = memoryview(bytearray(READ_SIZE))
+
+
+class AmqpServerProtocol(SocketProtocol, asyncio.BufferedProtocol):
+    """One per 0-9-1 connection, from the listener's hand-over on (`take_over`).
+
+    It reads into buffers it hands the transport (asyncio's BufferedProtocol), so a large
+    body frame's bytes go from the socket straight into the frame's own buffer, not first into
+    bytes the event loop makes of every read."""
 
     conn: Connection | None
     logger = log
@@ -60,15 +70,23 @@ class AmqpServerProtocol(SocketProtocol):
         conn.start(rest)
         self._after_input(conn)
 
-    def data_received(self, data: bytes) -> None:
+    def get_buffer(self, sizehint: int) -> memoryview:
+        conn = self.conn
+        if conn is None or self._discard_input:
+            return _read_scratch
+        return conn.read_buffer(_read_scratch)
+
+    def buffer_updated(self, nbytes: int) -> None:
         stats = self.stats
         stats.recv_cnt += 1
-        stats.recv_oct += len(data)
+        stats.recv_oct += nbytes
         if self._discard_input:
             return
         conn = self.conn
         assert conn is not None
-        self._receive(conn, data)
+        before = self._input_starts(conn)
+        conn.received(nbytes)
+        self._input_ended(conn, before)
         self._after_input(conn)
 
     # ------------------------------------------------------------------ alarms

@@ -94,7 +94,10 @@ class SocketWrites:
     count = 0
 
 
-class SocketProtocol(asyncio.Protocol):
+class SocketProtocol(asyncio.BaseProtocol):
+    """The shared part; a front end's protocol adds how it reads (asyncio.Protocol's
+    data_received, or asyncio.BufferedProtocol's get_buffer and buffer_updated)."""
+
     logger = logging.getLogger("rabbitish.server")  # each protocol logs under its own name
 
     def __init__(self, node: Node, config: Config, registry: set[ClientSocket]) -> None:
@@ -193,7 +196,14 @@ class SocketProtocol(asyncio.Protocol):
 
     # ------------------------------------------------------------------ alarms
     def _receive(self, conn: Any, data: bytes) -> None:
-        """Feed `data` to the connection; under an alarm, block it if it published.
+        """Feed `data` to the connection; under an alarm, block it if it published."""
+        before = self._input_starts(conn)
+        conn.receive(data)
+        self._input_ended(conn, before)
+
+    def _input_starts(self, conn: Any) -> int:
+        """Input is about to go to the connection: under an alarm, its vhost's publishes so
+        far (-1 without an alarm), for `_input_ended`.
 
         The caller flushes right after (`_after_input`), so output made meanwhile must not
         also queue a flush for the next loop turn: that turn would cost a whole extra poll of
@@ -201,11 +211,13 @@ class SocketProtocol(asyncio.Protocol):
         self._flush_scheduled = True
         vhost = conn.vhost
         if vhost is None or not self.node.alarms.active:
-            conn.receive(data)
-            return
-        before = vhost.publishes
-        conn.receive(data)
-        if vhost.publishes != before:
+            return -1
+        publishes: int = vhost.publishes
+        return publishes
+
+    def _input_ended(self, conn: Any, before: int) -> None:
+        """The input went in: under an alarm, block the connection if it published."""
+        if before >= 0 and conn.vhost.publishes != before:
             self._block(conn)
 
     def alarms_changed(self) -> None:

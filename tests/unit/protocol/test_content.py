@@ -11,7 +11,14 @@ import pytest
 
 from rabbitish.engine.errors import AMQPError, ConnectionError_, precondition_failed
 from rabbitish.protocol.content import ContentAssembly
-from rabbitish.protocol.framing import FRAME_BODY, FRAME_HEADER, Payload
+from rabbitish.protocol.framing import (
+    FRAME_BODY,
+    FRAME_HEADER,
+    FRAME_OVERHEAD,
+    VIEWED_BODY_FRAME,
+    Payload,
+    spare_frames,
+)
 from rabbitish.protocol.states import ChannelAction, ChannelEvent, ChannelState, channel_rule
 
 PROPERTIES = b"\x10\x00\x02"  # property flags (delivery-mode only), delivery-mode 2
@@ -70,6 +77,26 @@ def test_a_body_of_views_reaches_the_handler_as_bytes(pieces):
         ch.body(memoryview(bytearray(piece)))
     ((*_, body),) = ch.commands
     assert type(body) is bytes and body == b"abcde"
+
+
+def test_frame_buffers_of_a_large_body_go_back_to_the_reader_and_the_body_stays():
+    """Once a large body is whole, its frames' buffers are the readers' to fill again: the
+    handler's body is a copy that refilling them leaves alone."""
+    frame_size = VIEWED_BODY_FRAME + FRAME_OVERHEAD + 12_345  # a size no other test takes
+    buffers = [bytearray(bytes([n]) * frame_size) for n in (1, 2)]
+    ch = Channel(max_size=10 * frame_size)
+    ch.start()
+    ch.header(2 * (frame_size - FRAME_OVERHEAD))
+    for buffer in buffers:
+        ch.body(memoryview(buffer)[7 : frame_size - 1])
+    ((*_, body),) = ch.commands
+    expected = b"\x01" * (frame_size - FRAME_OVERHEAD) + b"\x02" * (frame_size - FRAME_OVERHEAD)
+    assert body == expected
+    taken = [spare_frames.take(frame_size) for _ in buffers]
+    assert {id(buffer) for buffer in taken} == {id(buffer) for buffer in buffers}
+    for buffer in taken:
+        buffer[:] = b"\xee" * frame_size
+    assert body == expected
 
 
 def test_a_body_in_one_frame_is_passed_on_as_it_came():

@@ -14,6 +14,7 @@ from pamqp import commands, frame
 from rabbitish.engine.errors import AMQPError
 from rabbitish.protocol.field_types import check_table
 from rabbitish.protocol.framing import (
+    AFTER_BODY_READ,
     FRAME_BODY,
     FRAME_HEADER,
     FRAME_METHOD,
@@ -25,6 +26,7 @@ from rabbitish.protocol.framing import (
     MalformedTable,
     MethodDecodeError,
     RawFrame,
+    SpareFrames,
     decode_method,
     encode_content,
     encode_frame,
@@ -135,6 +137,93 @@ def test_wrong_frame_end_of_a_large_body_frame_kept_back_reads_as_bytes():
         'FRAME_ERROR - type 3, first 16 octets = <<"zzzzzzzzzzzzzzzz">>: '
         "{invalid_frame_end_marker,0}"
     )
+
+
+# ---------------------------------------------------------------------- reads into buffers
+SCRATCH = 256 * 1024
+
+
+def _read_through(reader: FrameReader, stream: bytes, sizes: list[int]) -> list[RawFrame]:
+    """`stream` read as the socket reads it: each read fills at most its size from `sizes` (in
+    turn; the whole buffer when empty) of the buffer the reader hands out, then `received`;
+    after every read the scratch buffer is overwritten, as the next connection's read would."""
+    scratch = memoryview(bytearray(SCRATCH))
+    got: list[RawFrame] = []
+    position = 0
+    for turn in itertools.count():
+        if position == len(stream):
+            return got
+        buffer = reader.read_buffer(scratch)
+        count = min(len(buffer), len(stream) - position)
+        if sizes:
+            count = min(count, sizes[turn % len(sizes)])
+        buffer[:count] = stream[position : position + count]
+        position += count
+        got.extend(reader.received(count))
+        scratch[:] = b"\xee" * SCRATCH
+    raise AssertionError("unreachable")
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.integers(min_value=1, max_value=300_000), max_size=12))
+def test_reads_into_buffers_yield_the_frames_feed_does(sizes):
+    """Any read sizes: the same frames as `feed`, and none of them a view of the reused scratch
+    buffer: the payloads, compared after the last read, survive what every later read wrote
+    there. Large body frames are views (of buffers of their own or of a copied read)."""
+    frames = _frames() + _large_bodies() + _frames()
+    stream = b"".join(frames)
+    got = _read_through(FrameReader(LARGE_FRAME_MAX), stream, sizes)
+    assert [(t, c, bytes(p)) for t, c, p in got] == [
+        (f[0], int.from_bytes(f[1:3], "big"), f[7:-1]) for f in frames
+    ]
+    views = [payload for _, _, payload in got if isinstance(payload, memoryview)]
+    assert [len(view) for view in views] == [
+        VIEWED_BODY_FRAME,
+        LARGE_FRAME_MAX,
+        LARGE_FRAME_MAX - 3,
+    ]
+
+
+def test_a_full_size_body_frame_is_followed_by_a_short_read():
+    """After a body frame of frame_max - 8 bytes (more of its body follows) the reader asks for
+    a short read, so the next body frame comes mostly straight into its own buffer; after any
+    other frame, for the whole scratch buffer."""
+    full = encode_frame(FRAME_BODY, 1, b"f" * (LARGE_FRAME_MAX - FRAME_OVERHEAD))
+    last = encode_frame(FRAME_BODY, 1, b"l" * VIEWED_BODY_FRAME)
+    scratch = memoryview(bytearray(SCRATCH))
+    reader = FrameReader(LARGE_FRAME_MAX)
+    asked: list[int] = []
+    for frame_bytes in (full, full, last):
+        position = 0
+        while position < len(frame_bytes):
+            buffer = reader.read_buffer(scratch)
+            asked.append(len(buffer))
+            count = min(len(buffer), len(frame_bytes) - position)
+            buffer[:count] = frame_bytes[position : position + count]
+            position += count
+            list(reader.received(count))
+    assert reader.read_buffer(scratch) is scratch
+    # full: whole scratch; full again: a short read, then the rest of the frame; last: the same
+    rest = len(full) - AFTER_BODY_READ
+    assert asked == [SCRATCH, AFTER_BODY_READ, rest, AFTER_BODY_READ, len(last) - AFTER_BODY_READ]
+
+
+def test_spare_frame_buffers_are_reused_only_when_nothing_views_them():
+    spares = SpareFrames(limit=3 * 100)
+    free, viewed = bytearray(b"a" * 100), bytearray(b"b" * 100)
+    other_view = memoryview(viewed)
+    spares.give_back(memoryview(free)[7:90])
+    spares.give_back(memoryview(viewed)[7:90])
+    spares.give_back(memoryview(b"c" * 100)[7:90])  # over bytes: not a reader's buffer
+    assert spares.take(100) is free
+    fresh = spares.take(100)
+    assert fresh is not viewed and fresh == bytearray(100)
+    other_view.release()
+    for _ in range(4):
+        spares.give_back(memoryview(bytearray(100)))
+    kept = [spares.take(100) for _ in range(4)]
+    assert [buffer == bytearray(100) for buffer in kept] == [True] * 4
+    assert len({id(buffer) for buffer in kept[:3]}) == 3  # up to the limit, then new ones
 
 
 def test_oversized_header_raises_before_the_payload_arrives():
