@@ -13,7 +13,10 @@ The send and receive rounds alternate between the brokers (both run for the whol
 so the median of each is taken over the same stretch of time on a shared machine.
 
     python -m benchmarks.amqp10 [--messages 20000] [--body 1024] [--batch 100] [--rounds 3]
-                                [--round-trips 2000]
+                                [--round-trips 2000] [--native]
+
+`--native` runs rabbitish's compiled build (RABBITISH_COMPILE=1's modules; bridge/ itself is
+not among them, the engine and output modules it runs on are).
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ from proton.reactor import Container, LinkOption, Selector
 
 from benchmarks import request_reply
 from benchmarks.measure import cpu_seconds, print_table, process_tree
+from benchmarks.side_by_side import add_native_option, rabbitish_env
 from tests.support.amqp10 import proton_url
 from tests.support.broker_process import BrokerProcess
 
@@ -385,11 +389,12 @@ def run_broker(
 
 
 @contextmanager
-def rabbitish() -> Iterator[tuple[str, list[int]]]:
-    """rabbitish in its own process on a temporary data dir, as RabbitMQ has a disk too."""
+def rabbitish(env: dict[str, str] | None = None) -> Iterator[tuple[str, list[int]]]:
+    """rabbitish in its own process on a temporary data dir, as RabbitMQ has a disk too (`env`:
+    the compiled build's, with `--native`)."""
     with (
         tempfile.TemporaryDirectory(prefix="rabbitish-bench-") as data_dir,
-        BrokerProcess(data_dir=data_dir) as broker,
+        BrokerProcess(data_dir=data_dir, env=env) as broker,
     ):
         assert broker.proc is not None
         yield proton_url(broker.url), [broker.proc.pid]
@@ -403,12 +408,14 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3, help="the median round is reported")
     parser.add_argument("--durable", action="store_true", help="durable (persistent) messages")
     parser.add_argument("--round-trips", type=int, default=2000, help="request/reply rounds")
+    add_native_option(parser)
     args = parser.parse_args()
     from tests.support.real_rabbitmq import rabbitmq_available, real_rabbitmq
 
     with ExitStack() as running:
-        url, pids = running.enter_context(rabbitish())
-        brokers = [Broker("rabbitish", url, pids, rabbitish=True)]
+        url, pids = running.enter_context(rabbitish(rabbitish_env(args)))
+        name = "rabbitish (compiled)" if args.native else "rabbitish"
+        brokers = [Broker(name, url, pids, rabbitish=True)]
         if rabbitmq_available():
             node = running.enter_context(real_rabbitmq())
             brokers.append(
