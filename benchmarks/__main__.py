@@ -6,8 +6,10 @@ tx scenarios) and, when `go` and Debian's amqp091-go are installed, the per-mess
 With `--url` (repeatable) it runs against brokers already running; the broker's CPU is then not
 measured. Without, it compares: rabbitish in its own process on a temporary data dir with
 `--fsync always`, and a local RabbitMQ when one is installed, both started here and run in
-alternating rounds, the median round reported. The ratio column reads "times better than
-RabbitMQ" (rate over rate, or its latency over ours); the CPU ratio is ours over RabbitMQ's.
+alternating rounds, the median round reported. Within a round the latency scenarios alternate
+between the brokers every few hundred round trips (benchmarks/latency.py). The ratio column
+reads "times better than RabbitMQ" (rate over rate, or its latency over ours); the CPU ratio is
+ours over RabbitMQ's.
 Nothing here asserts a speed: the numbers are for people to read.
 
     python -m benchmarks [--messages 20000] [--seconds 3] [--repeat 1] [--url URL ...]
@@ -23,15 +25,19 @@ import shlex
 import statistics
 import tempfile
 from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
 from urllib.parse import urlparse
 
-from benchmarks import durable, per_write, transient
+from benchmarks import durable, latency, per_write, transient
 from benchmarks.measure import Figure, markdown_table
 from benchmarks.report import SCENARIOS, drivers_rows, legend, machine, rows
 from benchmarks.side_by_side import add_native_option, start_both
 
 Brokers = dict[str, tuple[str, list[int]]]  # name -> (url, pids whose CPU counts)
 Suite = Callable[[str, list[int], argparse.Namespace], dict[str, Figure]]
+# The latency scenarios on all the brokers at once: broker -> scenario -> figure.
+Latency = Callable[[Brokers, argparse.Namespace], dict[str, dict[str, Figure]]]
 PIPELINED, PER_WRITE = "pipelined", "per-write"
 TITLES = {
     PIPELINED: "Pipelined driver (raw socket, many frames per write; pika for the tx cases)",
@@ -40,11 +46,29 @@ TITLES = {
 LEGENDS = {PIPELINED: SCENARIOS, PER_WRITE: per_write.SCENARIOS}
 
 
+@dataclass(frozen=True)
+class Driver:
+    """How one driver runs its throughput scenarios on one broker, and its latency ones."""
+
+    suite: Suite
+    latency: Latency
+
+
 def run_suite(url: str, pids: list[int], args: argparse.Namespace) -> dict[str, Figure]:
-    """Every scenario once against one broker, pipelined."""
+    """Every throughput scenario once against one broker, pipelined."""
     results = durable.run_broker(url, pids, args.messages, args.seconds, args.body)
-    results.update(transient.run_broker(url, pids, args.transient, args.rounds, args.body))
+    results.update(transient.run_broker(url, pids, args.transient, args.body))
     return results
+
+
+def pipelined_latency(brokers: Brokers, args: argparse.Namespace) -> dict[str, dict[str, Figure]]:
+    return latency.pipelined(brokers, args.rounds, args.body)
+
+
+def per_write_latency(
+    binary: Path, brokers: Brokers, args: argparse.Namespace
+) -> dict[str, dict[str, Figure]]:
+    return latency.per_write(binary, brokers, args.rounds, args.body)
 
 
 def median_round(rounds: list[dict[str, Figure]]) -> dict[str, Figure]:
@@ -52,7 +76,7 @@ def median_round(rounds: list[dict[str, Figure]]) -> dict[str, Figure]:
     flatters nor sinks a broker."""
     merged: dict[str, Figure] = {}
     for name in rounds[0]:
-        cpus = [r[name][1] for r in rounds if r[name][1] is not None]
+        cpus = [cpu for r in rounds if (cpu := r[name][1]) is not None]
         merged[name] = (
             statistics.median(r[name][0] for r in rounds),
             statistics.median(cpus) if cpus else None,
@@ -61,35 +85,44 @@ def median_round(rounds: list[dict[str, Figure]]) -> dict[str, Figure]:
 
 
 def run(
-    brokers: Brokers, drivers: dict[str, Suite], args: argparse.Namespace
+    brokers: Brokers, drivers: dict[str, Driver], args: argparse.Namespace
 ) -> dict[str, dict[str, dict[str, Figure]]]:
-    """`args.repeat` rounds, each running every driver's suite on every broker in turn;
-    per driver, per broker, the median round."""
-    rounds = {driver: {name: [] for name in brokers} for driver in drivers}
+    """`args.repeat` rounds, each running every driver's suite on every broker in turn, then
+    its latency scenarios on all of them interleaved; per driver, per broker, the median
+    round."""
+    rounds: dict[str, dict[str, list[dict[str, Figure]]]] = {
+        driver: {name: [] for name in brokers} for driver in drivers
+    }
     for _ in range(args.repeat):
-        for driver, suite in drivers.items():
-            for name, (url, pids) in brokers.items():
-                rounds[driver][name].append(suite(url, pids, args))
+        for driver, runs in drivers.items():
+            found = {name: runs.suite(url, pids, args) for name, (url, pids) in brokers.items()}
+            for name, figures in runs.latency(brokers, args).items():
+                found[name].update(figures)
+            for name, figures in found.items():
+                rounds[driver][name].append(figures)
     return {
         driver: {name: median_round(results) for name, results in per_broker.items()}
         for driver, per_broker in rounds.items()
     }
 
 
-def choose_drivers(args: argparse.Namespace) -> dict[str, Suite]:
+def choose_drivers(args: argparse.Namespace) -> dict[str, Driver]:
     """The drivers asked for (both by default); the per-message-write one is built here, or
     left out with a line saying why."""
-    drivers: dict[str, Suite] = {}
+    drivers: dict[str, Driver] = {}
     for driver in args.driver or (PIPELINED, PER_WRITE):
         if driver == PIPELINED:
-            drivers[driver] = run_suite
+            drivers[driver] = Driver(run_suite, pipelined_latency)
             continue
         try:
             binary = per_write.build()
         except per_write.DriverUnavailable as why:
             print(f"Per-message-write driver skipped: {why}\n")
             continue
-        drivers[driver] = functools.partial(per_write.run_broker, binary)
+        drivers[driver] = Driver(
+            functools.partial(per_write.run_broker, binary),
+            functools.partial(per_write_latency, binary),
+        )
     return drivers
 
 
@@ -100,9 +133,12 @@ def parse() -> argparse.Namespace:
     parser.add_argument("--messages", type=int, default=20_000, help="persistent, per scenario")
     parser.add_argument("--transient", type=int, default=50_000, help="transient, per scenario")
     parser.add_argument("--seconds", type=float, default=3.0, help="duration of each tx case")
-    # /proc counts CPU in 10 ms ticks: over 5,000 round trips (about 0.7 s) one tick is 2 us of
-    # the 60-90 us a round trip costs a broker, where 2,000 left a 5 us step between brokers.
-    parser.add_argument("--rounds", type=int, default=5000, help="latency round trips")
+    # /proc counts CPU in 10 ms ticks, read around each block of 500 (benchmarks/latency.py):
+    # over 10,000 round trips per broker the ticks' rounding, up or down in every block, adds up
+    # to a spread of about 1 us of the 35-90 a round trip costs a broker.
+    parser.add_argument(
+        "--rounds", type=int, default=10_000, help="latency round trips per broker and round"
+    )
     parser.add_argument("--body", type=int, default=100, help="body size in bytes")
     parser.add_argument("--repeat", type=int, default=1, help="rounds; the median is reported")
     parser.add_argument("--no-rabbitmq", action="store_true", help="rabbitish alone")

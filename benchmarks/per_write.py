@@ -39,7 +39,6 @@ MODULE_VERSION = "v1.5.0"  # as go.mod requires it; vendoring takes whatever sou
 ACK_EVERY = 50  # tx_ack: acks per tx.commit, as issue 25's Go client measured it
 PREFETCH = 100
 CONFIRM_WINDOW = 100
-LATENCY_WARMUP = 200
 RUN_TIMEOUT = 300.0
 
 # scenario -> what it measures, in the suite's order and with the pipelined driver's names
@@ -145,40 +144,83 @@ class Outcome:
         return self.count / self.seconds, self.cpu_us
 
 
+class DriverProcess:
+    """The program connected and set up for one scenario against one broker: `run()` runs the
+    scenario (again, on the same connection, as often as asked) with the broker's CPU read
+    around it; leaving the `with` block closes its stdin, which ends it."""
+
+    def __init__(
+        self, binary: Path, url: str, pids: list[int], scenario: str, **options: object
+    ) -> None:
+        self.argv = [str(binary), "-url", url, "-scenario", scenario]
+        for name, value in options.items():
+            self.argv += [f"-{name.replace('_', '-')}", str(value)]
+        self.scenario = scenario
+        self.pids = pids
+        self._proc: subprocess.Popen[str] | None = None
+
+    def __enter__(self) -> DriverProcess:
+        proc = self._proc = subprocess.Popen(
+            self.argv,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        assert proc.stdout is not None and proc.stderr is not None
+        if proc.stdout.readline().strip() != "ready":
+            self._end()
+            raise RuntimeError(f"{self.scenario}: {proc.stderr.read() or 'no ready line'}")
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self._end()
+
+    def run(self) -> Outcome:
+        proc = self._proc
+        assert proc is not None and proc.stdin is not None and proc.stdout is not None
+        before = cpu_seconds(self.pids)
+        proc.stdin.write("go\n")
+        proc.stdin.flush()
+        line = proc.stdout.readline()
+        after = cpu_seconds(self.pids)
+        if not line:
+            assert proc.stderr is not None
+            raise RuntimeError(f"{self.scenario}: {proc.stderr.read() or 'no result'}")
+        result = json.loads(line)
+        count = result["count"]
+        return Outcome(
+            count,
+            result["seconds"],
+            (after - before) / count * 1e6 if self.pids else None,
+            sorted(result.get("latencies_us") or []),
+        )
+
+    def _end(self) -> None:
+        proc = self._proc
+        if proc is None:
+            return
+        self._proc = None
+        try:
+            if proc.stdin is not None:
+                proc.stdin.close()
+            proc.wait(RUN_TIMEOUT)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+            for stream in (proc.stdout, proc.stderr):
+                if stream is not None:
+                    stream.close()
+
+
 def run_scenario(
     binary: Path, url: str, pids: list[int], scenario: str, **options: object
 ) -> Outcome:
     """One run of the program: set up, then the measured part with the broker's CPU read
     around it."""
-    argv = [str(binary), "-url", url, "-scenario", scenario]
-    for name, value in options.items():
-        argv += [f"-{name.replace('_', '-')}", str(value)]
-    with subprocess.Popen(
-        argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-    ) as proc:
-        assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
-        try:
-            if proc.stdout.readline().strip() != "ready":
-                raise RuntimeError(f"{scenario}: {proc.stderr.read() or 'no ready line'}")
-            before = cpu_seconds(pids)
-            proc.stdin.write("go\n")
-            proc.stdin.flush()
-            line = proc.stdout.readline()
-            after = cpu_seconds(pids)
-            if not line:
-                raise RuntimeError(f"{scenario}: {proc.stderr.read() or 'no result'}")
-            proc.wait(RUN_TIMEOUT)
-        finally:
-            if proc.poll() is None:
-                proc.kill()
-    result = json.loads(line)
-    count = result["count"]
-    return Outcome(
-        count,
-        result["seconds"],
-        (after - before) / count * 1e6 if pids else None,
-        sorted(result.get("latencies_us") or []),
-    )
+    with DriverProcess(binary, url, pids, scenario, **options) as driver:
+        return driver.run()
 
 
 def run_broker(binary: Path, url: str, pids: list[int], args: argparse.Namespace) -> dict:
@@ -215,10 +257,6 @@ def run_broker(binary: Path, url: str, pids: list[int], args: argparse.Namespace
         results["consume_ack"] = run(
             "consume_ack", plain, messages=transient, prefetch=PREFETCH
         ).figure
-        latency = run("latency", plain, messages=args.rounds, warmup=LATENCY_WARMUP)
-        times = latency.latencies_us
-        results["latency_p50"] = times[len(times) // 2], latency.cpu_us
-        results["latency_p99"] = times[min(len(times) - 1, len(times) * 99 // 100)], latency.cpu_us
     finally:
         ch.queue_delete(durable)
         ch.queue_delete(plain)

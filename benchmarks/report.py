@@ -11,6 +11,7 @@ import platform
 from collections.abc import Mapping
 from pathlib import Path
 
+from benchmarks.latency import BLOCK
 from benchmarks.measure import Figure
 
 # scenario -> what it measures and in what unit; all but latency are throughputs, higher is better
@@ -50,8 +51,9 @@ def machine(results: dict[str, dict[str, Figure]], args: argparse.Namespace) -> 
         f"`{' '.join(['--fsync always', *args.serve_args])}` on a temporary "
         f"data dir. {args.messages:,} persistent and {args.transient:,} transient messages of "
         f"{args.body} bytes, tx cases {args.seconds:g} s each, {args.rounds:,} latency round "
-        f"trips; median of {args.repeat} round(s). CPU: the broker's user + system time per "
-        f"operation, from /proc."
+        f"trips per broker in alternating blocks of {min(BLOCK, args.rounds)}; median of "
+        f"{args.repeat} round(s). CPU: the broker's user + system time per operation, from "
+        "/proc."
     )
 
 

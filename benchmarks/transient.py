@@ -1,7 +1,7 @@
 """The transient scenarios, from a raw socket: (a) publish_plain, transient messages pipelined
 without confirms, done when a passive declare counts them all on the queue; (b) consume_ack,
-those messages consumed with prefetch 100 and an ack each; (c) latency, one message published
-and delivered back on the same connection, one at a time, for the p50 and p99 round trip."""
+those messages consumed with prefetch 100 and an ack each. The latency scenarios, interleaved
+between the brokers, are benchmarks/latency.py's."""
 
 from __future__ import annotations
 
@@ -18,7 +18,6 @@ DECLARE_OK = b"\x00\x32\x00\x0b"
 ACK = b"\x00\x3c\x00\x50"
 PREFETCH = 100
 ACKS_HELD = 10  # acks sent together; fewer than PREFETCH, so the consumer never stalls
-LATENCY_WARMUP = 200
 
 
 def _count(client: RawClient, queue: str) -> int:
@@ -72,24 +71,7 @@ def consume_ack(client: RawClient, queue: str, messages: int) -> float:
     return elapsed
 
 
-def latencies(client: RawClient, queue: str, rounds: int, body_size: int, times: list) -> float:
-    """Round trips in microseconds into `times`, sorted: publish one, wait for its body to come
-    back. Returns the seconds it all took, warm-up included."""
-    client.send_method(1, commands.Basic.Consume(queue=queue, no_ack=True))
-    client.expect("Basic.ConsumeOk")
-    one = message(queue, body_size)
-    began = time.perf_counter()
-    for index in range(LATENCY_WARMUP + rounds):
-        start = time.perf_counter()
-        client.send(one)
-        frames(client, lambda ftype, _payload: ftype == 3)
-        if index >= LATENCY_WARMUP:
-            times.append((time.perf_counter() - start) * 1e6)
-    times.sort()
-    return time.perf_counter() - began
-
-
-def run_broker(url: str, pids: list[int], messages: int, rounds: int, body: int) -> dict:
+def run_broker(url: str, pids: list[int], messages: int, body: int) -> dict:
     """All transient scenarios on one exclusive queue: publish_plain fills it for consume_ack."""
     results: dict[str, Figure] = {}
     with RawClient(url).open() as client:
@@ -102,10 +84,4 @@ def run_broker(url: str, pids: list[int], messages: int, rounds: int, body: int)
         results["consume_ack"] = timed(
             pids, lambda: (messages, consume_ack(client, queue, messages))
         )
-        times: list[float] = []
-        cpu = timed(
-            pids, lambda: (LATENCY_WARMUP + rounds, latencies(client, queue, rounds, body, times))
-        )[1]
-        results["latency_p50"] = times[len(times) // 2], cpu
-        results["latency_p99"] = times[min(len(times) - 1, len(times) * 99 // 100)], cpu
     return results

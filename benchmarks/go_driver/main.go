@@ -3,10 +3,12 @@
 // commit as its own socket write (as the Go and Java clients do), where the suite's pipelined
 // driver packs many frames into one write.
 //
-// It connects and sets up, prints "ready", waits for a line on stdin, runs the scenario, then
-// prints one JSON line: {"count": operations, "seconds": elapsed, "latencies_us": [...]}. The
-// caller reads the broker's CPU time between its "go" line and the result, so neither this
-// program's start nor the connection's set-up counts.
+// It connects and sets up, prints "ready", then runs the scenario once for every line it reads
+// on stdin, printing one JSON line each time: {"count": operations, "seconds": elapsed,
+// "latencies_us": [...]}, and closes when stdin does. The caller reads the broker's CPU time
+// between its "go" line and the result, so neither this program's start nor the connection's
+// set-up counts. Running a scenario again on the same connection is how the latency scenario is
+// interleaved between brokers in blocks (the warm-up round trips precede the first block only).
 package main
 
 import (
@@ -66,12 +68,16 @@ func main() {
 	run := setup(ch, &o)
 
 	fmt.Println("ready")
-	if _, err := bufio.NewReader(os.Stdin).ReadString('\n'); err != nil {
-		fail("waiting for go", err)
+	lines := bufio.NewReader(os.Stdin)
+	for {
+		if _, err := lines.ReadString('\n'); err != nil {
+			break // stdin closed: done
+		}
+		out, err := json.Marshal(run())
+		check("result", err)
+		fmt.Println(string(out))
+		o.warmup = 0
 	}
-	out, err := json.Marshal(run())
-	check("result", err)
-	fmt.Println(string(out))
 	conn.Close()
 }
 

@@ -69,6 +69,54 @@ def test_per_write_driver_builds_and_runs_tiny_scenarios(broker_url: str) -> Non
         assert outcome.seconds > 0 and outcome.cpu_us is not None
 
 
+class _Recorded:
+    """A stand-in session: its round trips take a fixed time and it notes each block."""
+
+    def __init__(self, name: str, trip_us: float, log: list[tuple[str, int]]) -> None:
+        self.name, self.trip_us, self.log = name, trip_us, log
+
+    def block(self, count: int) -> list[float]:
+        self.log.append((self.name, count))
+        return [self.trip_us] * count
+
+
+def test_latency_blocks_alternate_between_brokers() -> None:
+    """One uncounted block on each, then blocks in alternating order until each broker has its
+    round trips (rounded up to whole blocks); p50 and p99 from its own blocks only."""
+    from benchmarks.latency import RoundTrips, interleaved
+
+    log: list[tuple[str, int]] = []
+    sessions: dict[str, tuple[RoundTrips, list[int]]] = {
+        "a": (_Recorded("a", 10.0, log), []),
+        "b": (_Recorded("b", 30.0, log), []),
+    }
+    results = interleaved(sessions, rounds=5, block=2)
+    assert log == [("a", 2), ("b", 2), ("a", 2), ("b", 2), ("b", 2), ("a", 2), ("a", 2), ("b", 2)]
+    assert results == {
+        "a": {"latency_p50": (10.0, None), "latency_p99": (10.0, None)},
+        "b": {"latency_p50": (30.0, None), "latency_p99": (30.0, None)},
+    }
+
+
+def test_per_write_latency_runs_blocks_on_one_connection(broker_url: str) -> None:
+    """The Go program runs the latency scenario once per block on the connection it opened:
+    two "brokers" (the same one twice), three counted blocks each, CPU read around every one.
+    Skipped without go or Debian's amqp091-go."""
+    from benchmarks import latency, per_write
+
+    reason = per_write.unavailable()
+    if reason is not None:
+        pytest.skip(reason)
+    binary = per_write.build()
+    brokers = {"one": (broker_url, [os.getpid()]), "two": (broker_url, [os.getpid()])}
+    results = latency.per_write(binary, brokers, rounds=60, body_size=16, block=20)
+    assert set(results) == {"one", "two"}
+    for figures in results.values():
+        (p50, cpu), (p99, cpu_again) = figures["latency_p50"], figures["latency_p99"]
+        assert 0 < p50 <= p99
+        assert cpu is not None and cpu == cpu_again
+
+
 @pytest.mark.parametrize("tracing", ["off", "bound"])
 def test_hot_path_benchmark_runs(tracing: str) -> None:
     argv = [sys.executable, "-m", "benchmarks.hot_path", "--messages", "4000", "--rounds", "1"]
