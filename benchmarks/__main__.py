@@ -6,8 +6,9 @@ tx scenarios) and, when `go` and Debian's amqp091-go are installed, the per-mess
 With `--url` (repeatable) it runs against brokers already running; the broker's CPU is then not
 measured. Without, it compares: rabbitish in its own process on a temporary data dir with
 `--fsync always`, and a local RabbitMQ when one is installed, both started here and run in
-alternating rounds, the median round reported. Within a round the latency scenarios alternate
-between the brokers every few hundred round trips (benchmarks/latency.py). The ratio column
+alternating rounds, the median round reported. Within a round the tx_commit and latency
+scenarios alternate between the brokers in slices of half a second or 500 round trips
+(benchmarks/interleaved.py): their figures drift with the machine. The ratio column
 reads "times better than RabbitMQ" (rate over rate, or its latency over ours); the CPU ratio is
 ours over RabbitMQ's.
 Nothing here asserts a speed: the numbers are for people to read.
@@ -29,15 +30,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlparse
 
-from benchmarks import durable, latency, per_write, transient
+from benchmarks import durable, interleaved, per_write, transient
 from benchmarks.measure import Figure, markdown_table
 from benchmarks.report import SCENARIOS, drivers_rows, legend, machine, rows
 from benchmarks.side_by_side import add_native_option, start_both
 
 Brokers = dict[str, tuple[str, list[int]]]  # name -> (url, pids whose CPU counts)
 Suite = Callable[[str, list[int], argparse.Namespace], dict[str, Figure]]
-# The latency scenarios on all the brokers at once: broker -> scenario -> figure.
-Latency = Callable[[Brokers, argparse.Namespace], dict[str, dict[str, Figure]]]
+# The interleaved scenarios on all the brokers at once: broker -> scenario -> figure.
+Interleaved = Callable[[Brokers, argparse.Namespace], dict[str, dict[str, Figure]]]
 PIPELINED, PER_WRITE = "pipelined", "per-write"
 TITLES = {
     PIPELINED: "Pipelined driver (raw socket, many frames per write; pika for the tx cases)",
@@ -48,27 +49,30 @@ LEGENDS = {PIPELINED: SCENARIOS, PER_WRITE: per_write.SCENARIOS}
 
 @dataclass(frozen=True)
 class Driver:
-    """How one driver runs its throughput scenarios on one broker, and its latency ones."""
+    """How one driver runs its counted scenarios on one broker, and its interleaved ones on
+    all of them."""
 
     suite: Suite
-    latency: Latency
+    interleaved: Interleaved
 
 
 def run_suite(url: str, pids: list[int], args: argparse.Namespace) -> dict[str, Figure]:
-    """Every throughput scenario once against one broker, pipelined."""
-    results = durable.run_broker(url, pids, args.messages, args.seconds, args.body)
+    """The counted scenarios once against one broker, pipelined."""
+    results = durable.run_broker(url, pids, args.messages, args.body)
     results.update(transient.run_broker(url, pids, args.transient, args.body))
     return results
 
 
-def pipelined_latency(brokers: Brokers, args: argparse.Namespace) -> dict[str, dict[str, Figure]]:
-    return latency.pipelined(brokers, args.rounds, args.body)
+def pipelined_interleaved(
+    brokers: Brokers, args: argparse.Namespace
+) -> dict[str, dict[str, Figure]]:
+    return interleaved.pipelined(brokers, args.rounds, args.seconds, args.body)
 
 
-def per_write_latency(
+def per_write_interleaved(
     binary: Path, brokers: Brokers, args: argparse.Namespace
 ) -> dict[str, dict[str, Figure]]:
-    return latency.per_write(binary, brokers, args.rounds, args.body)
+    return interleaved.per_write(binary, brokers, args.rounds, args.seconds, args.body)
 
 
 def median_round(rounds: list[dict[str, Figure]]) -> dict[str, Figure]:
@@ -88,15 +92,15 @@ def run(
     brokers: Brokers, drivers: dict[str, Driver], args: argparse.Namespace
 ) -> dict[str, dict[str, dict[str, Figure]]]:
     """`args.repeat` rounds, each running every driver's suite on every broker in turn, then
-    its latency scenarios on all of them interleaved; per driver, per broker, the median
-    round."""
+    its interleaved scenarios on all of them; per driver, per broker, the median round, in
+    the order of the driver's legend."""
     rounds: dict[str, dict[str, list[dict[str, Figure]]]] = {
         driver: {name: [] for name in brokers} for driver in drivers
     }
     for _ in range(args.repeat):
         for driver, runs in drivers.items():
             found = {name: runs.suite(url, pids, args) for name, (url, pids) in brokers.items()}
-            for name, figures in runs.latency(brokers, args).items():
+            for name, figures in runs.interleaved(brokers, args).items():
                 found[name].update(figures)
             for name, figures in found.items():
                 rounds[driver][name].append(figures)
@@ -112,7 +116,7 @@ def choose_drivers(args: argparse.Namespace) -> dict[str, Driver]:
     drivers: dict[str, Driver] = {}
     for driver in args.driver or (PIPELINED, PER_WRITE):
         if driver == PIPELINED:
-            drivers[driver] = Driver(run_suite, pipelined_latency)
+            drivers[driver] = Driver(run_suite, pipelined_interleaved)
             continue
         try:
             binary = per_write.build()
@@ -121,7 +125,7 @@ def choose_drivers(args: argparse.Namespace) -> dict[str, Driver]:
             continue
         drivers[driver] = Driver(
             functools.partial(per_write.run_broker, binary),
-            functools.partial(per_write_latency, binary),
+            functools.partial(per_write_interleaved, binary),
         )
     return drivers
 
@@ -132,7 +136,9 @@ def parse() -> argparse.Namespace:
     parser.add_argument("--url", action="append", help="a running broker (repeatable)")
     parser.add_argument("--messages", type=int, default=20_000, help="persistent, per scenario")
     parser.add_argument("--transient", type=int, default=50_000, help="transient, per scenario")
-    parser.add_argument("--seconds", type=float, default=3.0, help="duration of each tx case")
+    parser.add_argument(
+        "--seconds", type=float, default=3.0, help="tx_commit time per broker and round"
+    )
     # /proc counts CPU in 10 ms ticks, read around each block of 500 (benchmarks/latency.py):
     # over 10,000 round trips per broker the ticks' rounding, up or down in every block, adds up
     # to a spread of about 1 us of the 35-90 a round trip costs a broker.

@@ -25,6 +25,7 @@ def confirm_publish(url: str, queue: str, messages: int, body_size: int) -> Resu
 
 
 def tx_publish(url: str, queue: str, per_commit: int, seconds: float, body_size: int) -> Result:
+    """`per_commit` persistent messages per tx.commit for `seconds` (benchmarks.fsync's)."""
     conn = pika.BlockingConnection(pika.URLParameters(url))
     ch = conn.channel()
     ch.tx_select()
@@ -65,8 +66,10 @@ def tx_ack(url: str, queue: str, messages: int) -> Result:
     return got, elapsed
 
 
-def run_broker(url: str, pids: list[int], messages: int, seconds: float, body: int) -> dict:
-    """The four scenarios on one durable queue: the confirmed publishes fill it for tx_ack."""
+def run_broker(url: str, pids: list[int], messages: int, body: int) -> dict:
+    """confirm_publish and tx_ack on one durable queue: the confirmed publishes fill it for
+    tx_ack. The tx_commit scenarios are interleaved between the brokers
+    (benchmarks/interleaved.py)."""
     conn = pika.BlockingConnection(pika.URLParameters(url))
     ch = conn.channel()
     queue = f"bench-durable-{uuid.uuid4().hex[:8]}"
@@ -74,9 +77,6 @@ def run_broker(url: str, pids: list[int], messages: int, seconds: float, body: i
     results: dict[str, Figure] = {}
     results["confirm_publish"] = timed(pids, lambda: confirm_publish(url, queue, messages, body))
     results["tx_ack"] = timed(pids, lambda: tx_ack(url, queue, messages))
-    results["tx_commit_1"] = timed(pids, lambda: tx_publish(url, queue, 1, seconds, body))
-    ch.queue_purge(queue)
-    results["tx_commit_100"] = timed(pids, lambda: tx_publish(url, queue, 100, seconds, body))
     ch.queue_delete(queue)
     conn.close()
     return results

@@ -25,7 +25,7 @@ from pathlib import Path
 from pamqp import commands
 
 from benchmarks import transient
-from benchmarks.latency import RawRoundTrips
+from benchmarks.interleaved import RawRoundTrips
 from benchmarks.wire import open_channel
 from tests.support.broker_process import BrokerProcess
 from tests.support.raw_amqp import RawClient
@@ -36,7 +36,7 @@ LOOP_FRAME = "BaseEventLoop._run_once"  # samples under it are the event loop th
 def run_scenario(url: str, scenario: str, messages: int) -> None:
     with RawClient(url).open() as client:
         if scenario == "latency":
-            RawRoundTrips(client, 100).block(messages)
+            RawRoundTrips(client, 100, messages).run()
             return
         open_channel(client)
         client.send_method(1, commands.Queue.Declare(queue="", exclusive=True))

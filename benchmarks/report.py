@@ -11,7 +11,7 @@ import platform
 from collections.abc import Mapping
 from pathlib import Path
 
-from benchmarks.latency import BLOCK
+from benchmarks.interleaved import BLOCK, TX_SLICE
 from benchmarks.measure import Figure
 
 # scenario -> what it measures and in what unit; all but latency are throughputs, higher is better
@@ -50,8 +50,9 @@ def machine(results: dict[str, dict[str, Figure]], args: argparse.Namespace) -> 
         f"{', '.join(results)}. rabbitish started here runs "
         f"`{' '.join(['--fsync always', *args.serve_args])}` on a temporary "
         f"data dir. {args.messages:,} persistent and {args.transient:,} transient messages of "
-        f"{args.body} bytes, tx cases {args.seconds:g} s each, {args.rounds:,} latency round "
-        f"trips per broker in alternating blocks of {min(BLOCK, args.rounds)}; median of "
+        f"{args.body} bytes, tx cases {args.seconds:g} s each and {args.rounds:,} latency "
+        f"round trips per broker, alternating in slices of {TX_SLICE:g} s and "
+        f"{min(BLOCK, args.rounds)} round trips; median of "
         f"{args.repeat} round(s). CPU: the broker's user + system time per operation, from "
         "/proc."
     )

@@ -12,6 +12,7 @@ import uuid
 import pika
 import pytest
 
+from benchmarks.interleaved import Slice
 from benchmarks.report import SCENARIOS
 from tests.support.broker_process import BrokerProcess
 
@@ -70,51 +71,55 @@ def test_per_write_driver_builds_and_runs_tiny_scenarios(broker_url: str) -> Non
 
 
 class _Recorded:
-    """A stand-in session: its round trips take a fixed time and it notes each block."""
+    """A stand-in session: its slices take a fixed time a round trip, and it notes each."""
 
-    def __init__(self, name: str, trip_us: float, log: list[tuple[str, int]]) -> None:
+    def __init__(self, name: str, trip_us: float, log: list[str]) -> None:
         self.name, self.trip_us, self.log = name, trip_us, log
 
-    def block(self, count: int) -> list[float]:
-        self.log.append((self.name, count))
-        return [self.trip_us] * count
+    def run(self) -> Slice:
+        self.log.append(self.name)
+        return Slice(2, self.trip_us * 2e-6, [self.trip_us] * 2)
 
 
-def test_latency_blocks_alternate_between_brokers() -> None:
-    """One uncounted block on each, then blocks in alternating order until each broker has its
-    round trips (rounded up to whole blocks); p50 and p99 from its own blocks only."""
-    from benchmarks.latency import RoundTrips, interleaved
+def test_slices_alternate_between_brokers() -> None:
+    """One uncounted slice on each, then slices in alternating order; each broker's figures
+    from its own counted slices only."""
+    from benchmarks.interleaved import Session, alternate, latency, rate
 
-    log: list[tuple[str, int]] = []
-    sessions: dict[str, tuple[RoundTrips, list[int]]] = {
-        "a": (_Recorded("a", 10.0, log), []),
-        "b": (_Recorded("b", 30.0, log), []),
-    }
-    results = interleaved(sessions, rounds=5, block=2)
-    assert log == [("a", 2), ("b", 2), ("a", 2), ("b", 2), ("b", 2), ("a", 2), ("a", 2), ("b", 2)]
-    assert results == {
-        "a": {"latency_p50": (10.0, None), "latency_p99": (10.0, None)},
-        "b": {"latency_p50": (30.0, None), "latency_p99": (30.0, None)},
-    }
+    log: list[str] = []
+    sessions: dict[str, Session] = {"a": _Recorded("a", 10.0, log), "b": _Recorded("b", 30.0, log)}
+    found = alternate(sessions, 3, {"a": [], "b": []})
+    assert log == ["a", "b", "a", "b", "b", "a", "a", "b"]
+    slices, cpu = found["b"]
+    assert len(slices) == 3
+    assert latency(slices, cpu, []) == {"latency_p50": (30.0, None), "latency_p99": (30.0, None)}
+    assert rate(slices, cpu, []) == pytest.approx((1e6 / 30.0, None))
 
 
-def test_per_write_latency_runs_blocks_on_one_connection(broker_url: str) -> None:
-    """The Go program runs the latency scenario once per block on the connection it opened:
-    two "brokers" (the same one twice), three counted blocks each, CPU read around every one.
-    Skipped without go or Debian's amqp091-go."""
-    from benchmarks import latency, per_write
+def test_interleaved_scenarios_run_on_both_drivers(broker_url: str) -> None:
+    """tx_commit_1, tx_commit_100 and latency, interleaved between two "brokers" (the same one
+    twice) with pika and a raw socket, then with the Go program, which runs its scenario once
+    per slice on the connection it opened (skipped without go or Debian's amqp091-go). The
+    broker is in-process: its CPU is this process's."""
+    from benchmarks import interleaved, per_write
 
-    reason = per_write.unavailable()
-    if reason is not None:
-        pytest.skip(reason)
-    binary = per_write.build()
     brokers = {"one": (broker_url, [os.getpid()]), "two": (broker_url, [os.getpid()])}
-    results = latency.per_write(binary, brokers, rounds=60, body_size=16, block=20)
-    assert set(results) == {"one", "two"}
-    for figures in results.values():
-        (p50, cpu), (p99, cpu_again) = figures["latency_p50"], figures["latency_p99"]
-        assert 0 < p50 <= p99
-        assert cpu is not None and cpu == cpu_again
+    runs = [interleaved.pipelined(brokers, rounds=40, seconds=0.1, body_size=16)]
+    if per_write.unavailable() is None:
+        binary = per_write.build()
+        runs.append(interleaved.per_write(binary, brokers, rounds=40, seconds=0.1, body_size=16))
+    for results in runs:
+        assert set(results) == {"one", "two"}
+        for figures in results.values():
+            assert set(figures) == {"tx_commit_1", "tx_commit_100", "latency_p50", "latency_p99"}
+            (p50, cpu), (p99, cpu_again) = figures["latency_p50"], figures["latency_p99"]
+            assert 0 < p50 <= p99
+            assert cpu is not None and cpu == cpu_again
+            for scenario in ("tx_commit_1", "tx_commit_100"):
+                commits, commit_cpu = figures[scenario]
+                assert commits > 0 and commit_cpu is not None
+    if len(runs) == 1:
+        pytest.skip(f"pipelined only: {per_write.unavailable()}")
 
 
 @pytest.mark.parametrize("tracing", ["off", "bound"])
