@@ -92,8 +92,7 @@ def run(
     brokers: Brokers, drivers: dict[str, Driver], args: argparse.Namespace
 ) -> dict[str, dict[str, dict[str, Figure]]]:
     """`args.repeat` rounds, each running every driver's suite on every broker in turn, then
-    its interleaved scenarios on all of them; per driver, per broker, the median round, in
-    the order of the driver's legend."""
+    its interleaved scenarios on all of them; per driver, per broker, the median round."""
     rounds: dict[str, dict[str, list[dict[str, Figure]]]] = {
         driver: {name: [] for name in brokers} for driver in drivers
     }
