@@ -57,6 +57,7 @@ _OPEN = ChannelState.OPEN
 _CLOSING = ChannelState.CLOSING
 _CLOSED = ChannelState.CLOSED
 _COMMITTING = ChannelState.COMMITTING
+_AWAIT_BODY = ChannelState.AWAIT_BODY
 # A channel's statistics, as RabbitMQ's channel message_stats name them.
 CHANNEL_STATS = (
     "publish",
@@ -108,6 +109,7 @@ class Channel:
         self.flush_confirms = self.confirms.flush
         content = ContentAssembly(self, conn.max_message_size, self._advance, self.close_with_error)
         self._start_content = content.start
+        self._content_target = content.payload_target
         # What each state's rule does with a frame (states.py): the content frames go straight
         # to the assembly. Keyed by any rule's action type: a channel state's rules only ever
         # name channel actions.
@@ -124,6 +126,14 @@ class Channel:
     # ------------------------------------------------------------------ state
     def _advance(self, event: ChannelEvent) -> None:
         self.state = next_channel_state(self.state, event)
+
+    def payload_target(self, size: int) -> memoryview | None:
+        """Where the frame reader may read the next body frame's payload (`size` bytes)
+        straight into: its place in the body being received, while this channel waits for
+        body frames."""
+        if self.state is not _AWAIT_BODY:
+            return None
+        return self._content_target(size)
 
     @property
     def closing(self) -> bool:

@@ -112,6 +112,7 @@ class Connection(ClientConnection):
         self.routes = routes  # the method handlers every channel of this connection uses
         self.state = ConnectionState.AWAIT_START_OK  # once start() sent connection.start
         self.reader = FrameReader(MIN_FRAME_MAX)  # until tuned: the spec's minimum frame size
+        self.reader.body_sink = self  # large body frames straight into their content
         self.frame_max = config.frame_max
         self.channel_max = config.channel_max
         self.heartbeat = config.heartbeat
@@ -155,8 +156,15 @@ class Connection(ClientConnection):
 
     def read_buffer(self, scratch: memoryview) -> memoryview:
         """Where the socket's next read should go (then `received`): `scratch`, a buffer the
-        caller reuses, or the rest of a large body frame, read straight into its own buffer."""
+        caller reuses, or the rest of a large body frame, read straight into the body it is
+        part of (`payload_target`) or into a buffer of its own."""
         return self.reader.read_buffer(scratch)
+
+    def payload_target(self, channel: int, size: int) -> memoryview | None:
+        """The frame reader's body sink: where the payload of a large body frame on `channel`
+        goes, when that channel waits for body frames and the body has room for it."""
+        found = self.channels.get(channel)
+        return None if found is None else found.payload_target(size)
 
     def received(self, count: int) -> None:
         """`count` bytes were read into the last `read_buffer`, as `receive` takes them."""

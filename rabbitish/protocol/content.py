@@ -16,6 +16,7 @@ from rabbitish.engine.errors import (
     message_too_large,
     unexpected_frame,
 )
+from rabbitish.frontend.unfilled_bytes import unfilled_bytes
 from rabbitish.protocol.framing import (
     VIEWED_BODY_FRAME,
     Payload,
@@ -25,6 +26,9 @@ from rabbitish.protocol.framing import (
 from rabbitish.protocol.states import ChannelEvent, Rule
 
 PUBLISH = (60, 40)  # the one method that carries content from a client
+# From this size a body is built in place: an unfilled bytes object the body frames are copied
+# or read into (`payload_target`), where smaller ones are joined from their frames.
+BUILT_IN_PLACE = VIEWED_BODY_FRAME
 _CONTENT_METHOD = ChannelEvent.CONTENT_METHOD
 _CONTENT_HEADER = ChannelEvent.CONTENT_HEADER
 _CONTENT_DONE = ChannelEvent.CONTENT_DONE
@@ -38,9 +42,12 @@ class ContentAssembly:
 
     __slots__ = (
         "_advance",
+        "_body",
         "_body_parts",
         "_body_size",
+        "_body_view",
         "_fields",
+        "_handed",
         "_handler",
         "_max_size",
         "_owner",
@@ -69,6 +76,11 @@ class ContentAssembly:
         self._raw_properties = b""
         self._body_parts: list[Payload] = []
         self._received = 0
+        # A large body built in place: the bytes object, the writable view of it, and the part
+        # of that view handed to the frame reader for the next body frame.
+        self._body: bytes | None = None
+        self._body_view: memoryview | None = None
+        self._handed: memoryview | None = None
 
     def start(self, handler: ContentHandler, fields: tuple[Any, ...]) -> None:
         """A content-carrying method came with these decoded fields: its header is next."""
@@ -77,6 +89,7 @@ class ContentAssembly:
         self._raw_properties = b""
         self._body_parts = []
         self._received = 0
+        self._drop_body()
         self._advance(_CONTENT_METHOD)
 
     def header_frame(self, rule: Rule, ftype: int, payload: Payload) -> None:
@@ -101,17 +114,45 @@ class ContentAssembly:
             return
         self._body_size = body_size
         self._raw_properties = raw
+        if body_size >= BUILT_IN_PLACE:
+            self._body, self._body_view = unfilled_bytes(body_size)
         if body_size == 0:
             self._finish()
         else:
             self._advance(_CONTENT_HEADER)
 
+    def payload_target(self, size: int) -> memoryview | None:
+        """Where the next body frame's payload, `size` bytes, can be read straight into: its
+        place in a body built in place, if it fits there."""
+        view = self._body_view
+        if view is None or self._received + size > len(view):
+            return None
+        handed = self._handed = view[self._received : self._received + size]
+        return handed
+
     def body_frame(self, rule: Rule, ftype: int, payload: Payload) -> None:
-        """A body frame; the last one (the announced size is in) completes the command."""
-        self._body_parts.append(payload)
-        self._received += len(payload)
+        """A body frame; the last one (the announced size is in) completes the command. A body
+        longer than announced never completes, as in RabbitMQ: its excess is not kept."""
+        start = self._received
+        size = len(payload)
+        self._received = start + size
+        view = self._body_view
+        if view is None:
+            self._body_parts.append(payload)
+        elif payload is self._handed:  # read straight into its place
+            self._handed = None
+            payload.release()  # writable: none may outlive the body's assembly
+        elif start + size <= len(view):
+            view[start : start + size] = payload
+            spare_frames.give_back(payload)
         if self._received == self._body_size:
             self._finish()
+
+    def _drop_body(self) -> None:
+        """Forget a body built in place, the views of it first."""
+        if self._body_view is not None:
+            self._body_view.release()
+        self._body, self._body_view, self._handed = None, None, None
 
     def _finish(self) -> None:
         """The command is whole: run its handler. A soft error it raises closes the channel; a
@@ -120,13 +161,15 @@ class ContentAssembly:
         assert handler is not None
         self._handler, self._fields = None, ()
         self._advance(_CONTENT_DONE)
-        parts = self._body_parts
-        # bytes() of a bytes payload is that object; of a large frame's view, its one copy.
-        body = bytes(parts[0]) if len(parts) == 1 else b"".join(parts)
+        body = self._body
+        if body is not None:  # built in place: no view of it may outlive this
+            self._body = None
+            self._drop_body()
+        else:
+            parts = self._body_parts
+            # bytes() of a bytes payload is that object; of a large frame's view, its copy.
+            body = bytes(parts[0]) if len(parts) == 1 else b"".join(parts)
         self._body_parts = []
-        if len(body) >= VIEWED_BODY_FRAME:
-            for part in parts:  # views of frame buffers the reader can fill again
-                spare_frames.give_back(part)
         try:
             handler(self._owner, *fields, self._raw_properties, body)
         except AMQPError as error:

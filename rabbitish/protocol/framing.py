@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Iterator
-from typing import Any, cast
+from typing import Any, Protocol, cast
 
 from pamqp import commands, decode
 from pamqp.base import Frame as Method
@@ -117,12 +117,23 @@ class SpareFrames:
 spare_frames = SpareFrames(SPARE_FRAME_BYTES)
 
 
+class BodySink(Protocol):
+    def payload_target(self, channel: int, size: int) -> memoryview | None:
+        """Where the payload of a large body frame of `size` bytes on `channel`, its header
+        just read, should go: the next `size` bytes of the body it belongs to, or None when
+        no content on that channel is waiting for that many."""
+        ...
+
+
 class FrameReader:
     """Splits a byte stream into frames. Feed any slicing of the stream (one byte at a time works);
     frames come out whole and in order.
 
     Two ways in: `feed` bytes read anywhere, or `read_buffer` then `received`, which read a
     large body frame straight into its own buffer: no copy of it before the content's assembly.
+    With a `body_sink`, a large body frame's payload goes straight into the content it belongs
+    to instead, the sink's view its payload; the frame comes out once its frame-end octet is
+    read, as any other.
 
     RabbitMQ lets a payload reach frame_max itself (not frame_max - 8): many clients get the
     overhead wrong, so the limit has that much slack."""
@@ -135,6 +146,9 @@ class FrameReader:
         "_need",
         "_rest",
         "_scratch",
+        "_target",
+        "_target_channel",
+        "body_sink",
         "frame_max",
     )
 
@@ -148,28 +162,39 @@ class FrameReader:
         self._body_continues = False  # the last frame out was a full-size large body frame
         self._into_frame = False  # the last `read_buffer` was the rest of `_frame`
         self._scratch = memoryview(b"")  # ...else this, the caller's
+        # A large body frame whose payload goes to the sink's view, `_have` bytes of it in,
+        # then its frame-end octet (the first byte of the next read).
+        self._target: memoryview | None = None
+        self._target_channel = 0
+        self.body_sink: BodySink | None = None
         self.frame_max = frame_max
 
     def read_buffer(self, scratch: memoryview) -> memoryview:
         """Where the next read should go, `received` then told how much it took: the rest of a
         large body frame being read (straight into its own buffer), else (the front of)
         `scratch`, the caller's buffer, which `received` is done with when it returns."""
+        target = self._target
+        if target is not None and self._have < len(target):
+            self._into_frame = True
+            return target[self._have :]
         frame = self._frame
         if frame is not None:
             self._into_frame = True
             return memoryview(frame)[self._have :]
         self._into_frame = False
         self._scratch = scratch
-        return scratch[:AFTER_BODY_READ] if self._body_continues else scratch
+        short = self._body_continues or target is not None
+        return scratch[:AFTER_BODY_READ] if short else scratch
 
     def received(self, count: int) -> Iterator[RawFrame]:
         """`count` bytes were read into the last `read_buffer`: the frames now complete, as
         `feed` yields them."""
         if not self._into_frame:
             return self.feed(bytes(self._scratch[:count]))
-        frame = self._frame
-        assert frame is not None
         self._have += count
+        frame = self._frame
+        if frame is None:  # the sink's view: its frame-end octet comes with the next read
+            return iter(())
         return self._whole_frame() if self._have == len(frame) else iter(())
 
     def _whole_frame(self) -> Iterator[RawFrame]:
@@ -186,11 +211,17 @@ class FrameReader:
         with reads). A large body frame kept back goes into a buffer of its own size, which
         its payload is then a view of."""
         offset = 0
-        if self._rest or self._frame is not None:
+        if self._rest or self._frame is not None:  # (neither while a sink's view is filled)
             offset = self._complete_rest(data)
             if offset < 0:
                 return
-            yield self._take_rest()
+            if not self._targeted:
+                yield self._take_rest()
+        if self._targeted:  # the kept-back frame's payload goes to the sink's view
+            offset = self._fill_target(data, offset)
+            if offset < 0:
+                return
+            yield self._take_target(data[offset - 1])
         buf = data
         available = len(buf)
         self._need = 7
@@ -224,11 +255,48 @@ class FrameReader:
                     self._rest += memoryview(buf)[offset:]
 
     def _start_frame(self, start: bytearray | memoryview) -> None:
-        """Keep back the start of a large body frame (its header in) in a buffer of the
-        frame's whole size, which later reads fill."""
+        """Keep back the start of a large body frame (its header in): its payload in the
+        sink's view when the sink takes it, else the whole frame in a buffer of its size;
+        later reads fill either."""
+        sink = self.body_sink
+        if sink is not None:
+            _ftype, channel, size = _frame_header.unpack_from(start, 0)
+            target = sink.payload_target(channel, size)
+            if target is not None:
+                have = self._have = len(start) - 7  # the frame is not whole: at most `size`
+                target[:have] = start[7:]
+                self._target, self._target_channel = target, channel
+                return
         frame = self._frame = spare_frames.take(self._need)
         have = self._have = len(start)
         frame[:have] = start
+
+    def _fill_target(self, data: bytes, offset: int) -> int:
+        """Move from `data` at `offset` what the sink's view lacks. Returns the offset past
+        the frame-end octet that follows, or -1 when the payload or its frame-end octet is
+        still to come (all of `data` taken)."""
+        target = self._target
+        assert target is not None
+        have = self._have
+        more = min(len(target) - have, len(data) - offset)
+        if more:
+            target[have : have + more] = memoryview(data)[offset : offset + more]
+            self._have = have + more
+        offset += more
+        if self._have < len(target) or offset == len(data):
+            return -1
+        return offset + 1
+
+    def _take_target(self, end: int) -> RawFrame:
+        """The body frame read into the sink's view, now whole: `end` is its frame-end octet."""
+        target = self._target
+        assert target is not None
+        self._target, self._have = None, 0
+        self._body_continues = len(target) == self.frame_max - FRAME_OVERHEAD
+        if end != FRAME_END:
+            reason = f"{{invalid_frame_end_marker,{end}}}"
+            raise FrameSyncError(FRAME_ERROR, _frame_text(FRAME_BODY, target, reason))
+        return FRAME_BODY, self._target_channel, target
 
     def _complete_rest(self, data: bytes) -> int:
         """Move from the front of `data` what the kept-back frame lacks. Returns how many bytes
@@ -247,6 +315,8 @@ class FrameReader:
             if ftype == FRAME_BODY and size >= VIEWED_BODY_FRAME:
                 self._start_frame(rest)
                 rest.clear()
+                if self._targeted:  # the caller fills the sink's view
+                    return taken
         more = min(self._need - self.buffered, len(data) - taken)
         if more:
             frame = self._frame
@@ -283,8 +353,16 @@ class FrameReader:
         return ftype, channel, payload
 
     @property
+    def _targeted(self) -> bool:
+        """A large body frame's payload is being read into the sink's view. (A property, so
+        the compiled build reads the attribute afresh after calls that may set it.)"""
+        return self._target is not None
+
+    @property
     def buffered(self) -> int:
-        """Bytes of an incomplete frame held back."""
+        """Bytes of an incomplete frame held back (its header included)."""
+        if self._target is not None:
+            return 7 + self._have
         return self._have if self._frame is not None else len(self._rest)
 
 

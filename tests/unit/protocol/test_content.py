@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from rabbitish.engine.errors import AMQPError, ConnectionError_, precondition_failed
-from rabbitish.protocol.content import ContentAssembly
+from rabbitish.protocol.content import BUILT_IN_PLACE, ContentAssembly
 from rabbitish.protocol.framing import (
     FRAME_BODY,
     FRAME_HEADER,
@@ -97,6 +97,54 @@ def test_frame_buffers_of_a_large_body_go_back_to_the_reader_and_the_body_stays(
     for buffer in taken:
         buffer[:] = b"\xee" * frame_size
     assert body == expected
+
+
+def test_a_large_body_is_read_into_its_place_and_handed_on_as_bytes():
+    """From BUILT_IN_PLACE bytes a body is built in place: the frame reader may read a body
+    frame straight into the view `payload_target` hands out (no copy), or the frame arrives
+    as a payload of its own and is copied in. The handler gets the bytes object itself, and
+    none of the writable views survives the assembly."""
+    size = BUILT_IN_PLACE + 10
+    ch = Channel(max_size=size)
+    ch.start()
+    ch.header(size)
+    first = ch.content.payload_target(BUILT_IN_PLACE)
+    assert first is not None and len(first) == BUILT_IN_PLACE
+    first[:] = b"r" * BUILT_IN_PLACE  # as a socket read would
+    ch.body(first)
+    assert ch.content.payload_target(11) is None  # more than the body has room for
+    ch.body(b"c" * 10)
+    ((*_, body),) = ch.commands
+    assert type(body) is bytes and body == b"r" * BUILT_IN_PLACE + b"c" * 10
+    with pytest.raises(ValueError):
+        first[:1] = b"x"  # released: the body is immutable from here on
+    assert ch.content.payload_target(1) is None  # nothing under way
+
+
+def test_a_large_body_longer_than_announced_never_completes():
+    """As with a small one (states.py): the excess is counted, not written past the body."""
+    size = BUILT_IN_PLACE
+    ch = Channel(max_size=size)
+    ch.start()
+    ch.header(size)
+    ch.body(b"a" * (size - 1))
+    ch.body(b"bc")
+    assert ch.commands == []
+
+
+def test_a_large_body_abandoned_for_a_new_command_is_dropped():
+    ch = Channel(max_size=2 * BUILT_IN_PLACE)
+    ch.start()
+    ch.header(2 * BUILT_IN_PLACE)
+    stale = ch.content.payload_target(BUILT_IN_PLACE)
+    ch.start()
+    ch.header(BUILT_IN_PLACE)
+    fresh = ch.content.payload_target(BUILT_IN_PLACE)
+    assert stale is not None and fresh is not None and fresh.obj is not stale.obj
+    fresh[:] = b"n" * BUILT_IN_PLACE
+    ch.body(fresh)
+    ((*_, body),) = ch.commands
+    assert body == b"n" * BUILT_IN_PLACE
 
 
 def test_a_body_in_one_frame_is_passed_on_as_it_came():

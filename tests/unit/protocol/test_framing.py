@@ -184,6 +184,76 @@ def test_reads_into_buffers_yield_the_frames_feed_does(sizes):
     ]
 
 
+class Places:
+    """A body sink: on odd channels, a fresh place for each large body frame's payload, as a
+    content being received hands out the frame's place in its body; even channels have
+    none (frames come in buffers of their own)."""
+
+    def __init__(self) -> None:
+        self.handed: list[memoryview] = []
+
+    def payload_target(self, channel: int, size: int) -> memoryview | None:
+        if channel % 2 == 0:
+            return None
+        target = memoryview(bytearray(size))
+        self.handed.append(target)
+        return target
+
+
+def _check_places(frames: list[bytes], got: list[RawFrame], places: Places) -> None:
+    """The frames `feed` gives without a sink, and each payload read into a place is that
+    place, whole; every place handed out came out as a frame."""
+    assert [(t, c, bytes(p)) for t, c, p in got] == [
+        (f[0], int.from_bytes(f[1:3], "big"), f[7:-1]) for f in frames
+    ]
+    placed = [payload for _, _, payload in got if any(payload is h for h in places.handed)]
+    assert len(placed) == len(places.handed)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.integers(min_value=1, max_value=300_000), max_size=12))
+def test_reads_into_a_body_sink_yield_the_frames_feed_does(sizes):
+    """Any read sizes, with a body sink: a large body frame whose header is in before its
+    payload is read into the place the sink gives (its frame-end octet read after it), and
+    comes out as that place; the others as without a sink."""
+    frames = _frames() + _large_bodies() + _frames() + _large_bodies()
+    reader = FrameReader(LARGE_FRAME_MAX)
+    reader.body_sink = places = Places()
+    got = _read_through(reader, b"".join(frames), sizes)
+    _check_places(frames, got, places)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.integers(min_value=0, max_value=700_000), max_size=14))
+def test_feeding_a_body_sink_yields_the_frames_feed_does(cuts):
+    """The same through `feed`, any slicing of the stream."""
+    frames = _large_bodies() + _frames() + _large_bodies()
+    stream = b"".join(frames)
+    points = sorted({min(c, len(stream)) for c in cuts} | {0, len(stream)})
+    reader = FrameReader(LARGE_FRAME_MAX)
+    reader.body_sink = places = Places()
+    got: list[RawFrame] = []
+    for start, end in itertools.pairwise(points):
+        got.extend(reader.feed(stream[start:end]))
+    _check_places(frames, got, places)
+    assert reader.buffered == 0
+
+
+@pytest.mark.parametrize("split", [8, 1000, VIEWED_BODY_FRAME + 6, VIEWED_BODY_FRAME + 7])
+def test_wrong_frame_end_after_a_payload_read_into_a_place_comes_before_the_frame(split):
+    """The frame-end octet is checked before a frame read into a place comes out, as for any
+    other frame: a content is never completed by a frame whose end is wrong."""
+    reader = FrameReader(LARGE_FRAME_MAX)
+    reader.body_sink = places = Places()
+    size = VIEWED_BODY_FRAME
+    bad = struct.pack(">BHI", FRAME_BODY, 1, size) + b"z" * size + b"\x00"
+    assert list(reader.feed(bad[:split])) == []
+    assert len(places.handed) == 1
+    with pytest.raises(FrameSyncError) as info:
+        list(reader.feed(bad[split:]))
+    assert info.value.reply_text.endswith("{invalid_frame_end_marker,0}")
+
+
 def test_a_full_size_body_frame_is_followed_by_a_short_read():
     """After a body frame of frame_max - 8 bytes (more of its body follows) the reader asks for
     a short read, so the next body frame comes mostly straight into its own buffer; after any
