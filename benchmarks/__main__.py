@@ -6,11 +6,11 @@ tx scenarios) and, when `go` and Debian's amqp091-go are installed, the per-mess
 With `--url` (repeatable) it runs against brokers already running; the broker's CPU is then not
 measured. Without, it compares: rabbitish in its own process on a temporary data dir with
 `--fsync always`, and a local RabbitMQ when one is installed, both started here and run in
-alternating rounds, the median round reported. Within a round the tx_commit and latency
-scenarios alternate between the brokers in slices of half a second or 500 round trips
-(benchmarks/interleaved.py): their figures drift with the machine. The ratio column
-reads "times better than RabbitMQ" (rate over rate, or its latency over ours); the CPU ratio is
-ours over RabbitMQ's.
+alternating rounds, the median round reported. Within a round the tx_commit, tx_ack and
+latency scenarios alternate between the brokers in slices of half a second, 2,000 messages or
+500 round trips (benchmarks/interleaved.py): their figures drift with the machine. The ratio
+column reads "times better than RabbitMQ" (rate over rate, or its latency over ours); the CPU
+ratio is ours over RabbitMQ's.
 Nothing here asserts a speed: the numbers are for people to read.
 
     python -m benchmarks [--messages 20000] [--seconds 3] [--repeat 1] [--url URL ...]
@@ -66,13 +66,15 @@ def run_suite(url: str, pids: list[int], args: argparse.Namespace) -> dict[str, 
 def pipelined_interleaved(
     brokers: Brokers, args: argparse.Namespace
 ) -> dict[str, dict[str, Figure]]:
-    return interleaved.pipelined(brokers, args.rounds, args.seconds, args.body)
+    return interleaved.pipelined(brokers, args.rounds, args.seconds, args.messages, args.body)
 
 
 def per_write_interleaved(
     binary: Path, brokers: Brokers, args: argparse.Namespace
 ) -> dict[str, dict[str, Figure]]:
-    return interleaved.per_write(binary, brokers, args.rounds, args.seconds, args.body)
+    return interleaved.per_write(
+        binary, brokers, args.rounds, args.seconds, args.messages, args.body
+    )
 
 
 def median_round(rounds: list[dict[str, Figure]]) -> dict[str, Figure]:

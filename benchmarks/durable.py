@@ -1,7 +1,8 @@
 """The durable scenarios, persistent messages on a durable queue: (a) published in confirm mode
-from a raw socket that pipelines them and waits for the last confirm, (b) one per tx.commit,
-(c) 100 per tx.commit, (d) consumed in a transaction (prefetch 100, a commit every 100 acks).
-`python -m benchmarks` runs them with the broker's CPU time per message next to each rate."""
+from a raw socket that pipelines them and waits for the last confirm, (b) one or 100 per
+tx.commit for a while (benchmarks.fsync's; the suite runs those and tx_ack in slices,
+benchmarks/interleaved.py). `python -m benchmarks` runs them with the broker's CPU time per
+message next to each rate."""
 
 from __future__ import annotations
 
@@ -43,40 +44,15 @@ def tx_publish(url: str, queue: str, per_commit: int, seconds: float, body_size:
     return sent, elapsed
 
 
-def tx_ack(url: str, queue: str, messages: int) -> Result:
-    """Drain `messages` (already on the queue), acking each, a commit per 100 acks."""
-    conn = pika.BlockingConnection(pika.URLParameters(url))
-    ch = conn.channel()
-    ch.basic_qos(prefetch_count=100)
-    ch.tx_select()
-    got = 0
-    start = time.perf_counter()
-    for method, _props, _body in ch.consume(queue, inactivity_timeout=30):
-        if method is None:
-            raise RuntimeError(f"queue ran dry after {got} of {messages}")
-        ch.basic_ack(method.delivery_tag)
-        got += 1
-        if got % 100 == 0 or got == messages:
-            ch.tx_commit()
-        if got == messages:
-            break
-    elapsed = time.perf_counter() - start
-    ch.cancel()
-    conn.close()
-    return got, elapsed
-
-
 def run_broker(url: str, pids: list[int], messages: int, body: int) -> dict:
-    """confirm_publish and tx_ack on one durable queue: the confirmed publishes fill it for
-    tx_ack. The tx_commit scenarios are interleaved between the brokers
-    (benchmarks/interleaved.py)."""
+    """confirm_publish on a durable queue of its own. The tx_commit and tx_ack scenarios are
+    interleaved between the brokers (benchmarks/interleaved.py)."""
     conn = pika.BlockingConnection(pika.URLParameters(url))
     ch = conn.channel()
     queue = f"bench-durable-{uuid.uuid4().hex[:8]}"
     ch.queue_declare(queue, durable=True)
     results: dict[str, Figure] = {}
     results["confirm_publish"] = timed(pids, lambda: confirm_publish(url, queue, messages, body))
-    results["tx_ack"] = timed(pids, lambda: tx_ack(url, queue, messages))
     ch.queue_delete(queue)
     conn.close()
     return results

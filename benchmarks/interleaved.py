@@ -1,10 +1,11 @@
 """The scenarios whose figures drift with the machine, measured in slices that alternate between
 the brokers: tx_commit_1 and tx_commit_100 (a disk sync per commit) in slices of `TX_SLICE`
-seconds, and the latency round trip (p50 and p99) in blocks of `BLOCK` round trips. One slice
+seconds, tx_ack in slices of `ACK_SLICE` messages (from a queue filled for it first, not
+timed), and the latency round trip (p50 and p99) in blocks of `BLOCK` round trips. One slice
 on each broker first, not counted, warms up its connection; then a slice on each in turn, the
 order reversed every time, until each has had its share (`--seconds` of each tx_commit
-scenario, `--rounds` round trips). Each broker keeps one connection (and queue, and consumer)
-for all its slices.
+scenario, `--messages` acked, `--rounds` round trips). Each broker keeps one connection (and
+queue, and consumer) for all its slices.
 
 Why slices: on a shared virtual machine one broker's latency p50 moved from 43 to 71 us over a
 minute of back-to-back runs, and either broker's tx_commit_1 rate between 1,556 and 2,543
@@ -31,13 +32,16 @@ from typing import Protocol
 import pika
 from pamqp import commands
 
+from benchmarks.durable import confirm_publish
 from benchmarks.measure import Figure, cpu_seconds
-from benchmarks.per_write import DriverProcess
+from benchmarks.per_write import ACK_EVERY, PREFETCH, DriverProcess
 from benchmarks.wire import frames, message, open_channel
 from tests.support.raw_amqp import RawClient
 
 BLOCK = 500  # latency round trips per block: tens of milliseconds, many CPU ticks in all
 TX_SLICE = 0.5  # seconds per tx_commit slice
+ACK_SLICE = 2000  # messages per tx_ack slice
+PIKA_ACK_EVERY = 100  # the pipelined driver's tx_ack (pika): acks per tx.commit
 
 Brokers = dict[str, tuple[str, list[int]]]  # name -> (url, pids whose CPU counts)
 Results = dict[str, dict[str, Figure]]  # broker -> scenario -> figure
@@ -145,6 +149,35 @@ class PikaCommits:
         return Slice(sent, clock() - start, [])
 
 
+class PikaTxAcks:
+    """pika's blocking client consuming persistent messages in a transaction (prefetch 100,
+    an ack each, a tx.commit every `PIKA_ACK_EVERY` acks and at the end of the slice), `count`
+    a slice, from a queue filled before; one consumer for all the slices."""
+
+    def __init__(
+        self, ch: pika.adapters.blocking_connection.BlockingChannel, queue: str, count: int
+    ) -> None:
+        self.ch, self.count = ch, count
+        ch.basic_qos(prefetch_count=PREFETCH)
+        ch.tx_select()
+        self.deliveries = ch.consume(queue, inactivity_timeout=30)
+
+    def run(self) -> Slice:
+        ch, got = self.ch, 0
+        clock = time.perf_counter
+        start = clock()
+        for method, _props, _body in self.deliveries:
+            if method is None:
+                raise RuntimeError(f"queue ran dry after {got} of {self.count}")
+            ch.basic_ack(method.delivery_tag)
+            got += 1
+            if got % PIKA_ACK_EVERY == 0 or got == self.count:
+                ch.tx_commit()
+            if got == self.count:
+                break
+        return Slice(got, clock() - start, [])
+
+
 class GoSlices:
     """The Go program's scenario, run once per slice on its one connection."""
 
@@ -157,17 +190,21 @@ class GoSlices:
 
 
 # ---------------------------------------------------------------------- running them
-def pipelined(brokers: Brokers, rounds: int, seconds: float, body_size: int) -> Results:
-    """tx_commit_1, tx_commit_100 (pika) and latency (raw socket), each interleaved."""
+def pipelined(
+    brokers: Brokers, rounds: int, seconds: float, messages: int, body_size: int
+) -> Results:
+    """tx_commit_1, tx_commit_100, tx_ack (pika) and latency (raw socket), each interleaved."""
     slice_s = min(TX_SLICE, seconds)
-    commits, trips = _pika_commits(body_size, slice_s), _raw_trips(body_size)
-    return _scenarios(brokers, rounds, round(seconds / slice_s), commits, trips)
+    openers = Openers(
+        _pika_commits(body_size, slice_s), _pika_acks(body_size), _raw_trips(body_size)
+    )
+    return _scenarios(brokers, rounds, round(seconds / slice_s), messages, openers)
 
 
 def per_write(
-    binary: Path, brokers: Brokers, rounds: int, seconds: float, body_size: int
+    binary: Path, brokers: Brokers, rounds: int, seconds: float, messages: int, body_size: int
 ) -> Results:
-    """The same three with the Go program."""
+    """The same four with the Go program (tx_ack: a tx.commit every 50 acks)."""
     slice_s = min(TX_SLICE, seconds)
 
     def commits(url: str, pids: list[int], queue: str, per_commit: int) -> DriverProcess:
@@ -176,44 +213,74 @@ def per_write(
             seconds=slice_s,
         )  # fmt: skip
 
+    def acks(url: str, pids: list[int], queue: str, count: int) -> DriverProcess:
+        return DriverProcess(
+            binary, url, pids, "tx_ack", queue=queue, messages=count, prefetch=PREFETCH,
+            ack_every=ACK_EVERY,
+        )  # fmt: skip
+
     def trips(url: str, pids: list[int], queue: str, count: int) -> DriverProcess:
         return DriverProcess(
             binary, url, pids, "latency", queue=queue, body=body_size, messages=count, warmup=0
         )
 
-    commit_slices = round(seconds / slice_s)
-    return _scenarios(brokers, rounds, commit_slices, _go(commits, durable=True), _go(trips))
+    openers = Openers(
+        _go(commits, durable=True), _go(acks, durable=True, fill=body_size), _go(trips)
+    )
+    return _scenarios(brokers, rounds, round(seconds / slice_s), messages, openers)
 
 
-# (url, pids, per_commit or round trips per slice) -> a session open until the stack closes
-Opener = Callable[[contextlib.ExitStack, str, list[int], int], Session]
+# (url, pids, per_commit or messages or round trips per slice, counted slices) -> a session
+# open until the stack closes
+Opener = Callable[[contextlib.ExitStack, str, list[int], int, int], Session]
+
+
+@dataclass(frozen=True)
+class Openers:
+    """A driver's sessions: publishing in transactions, acking in them, round trips."""
+
+    commits: Opener
+    acks: Opener
+    trips: Opener
 
 
 def _scenarios(
-    brokers: Brokers, rounds: int, tx_slices: int, commits: Opener, trips: Opener
+    brokers: Brokers, rounds: int, tx_slices: int, messages: int, openers: Openers
 ) -> Results:
-    """`tx_slices` slices of each tx_commit scenario, then `rounds` round trips, per broker."""
+    """`tx_slices` slices of each tx_commit scenario, `messages` acked in tx_ack's slices, then
+    `rounds` round trips, per broker."""
     pids = {name: found for name, (_url, found) in brokers.items()}
     results: Results = {name: {} for name in brokers}
-    for scenario, per_commit in (("tx_commit_1", 1), ("tx_commit_100", 100)):
+
+    def sliced(opener: Opener, per_slice: int, slices: int) -> dict[str, tuple[list[Slice], float]]:
         with contextlib.ExitStack() as stack:
             sessions = {
-                name: commits(stack, url, found, per_commit)
+                name: opener(stack, url, found, per_slice, slices)
                 for name, (url, found) in brokers.items()
             }
-            for name, (slices, cpu) in alternate(sessions, tx_slices, pids).items():
-                results[name][scenario] = rate(slices, cpu, pids[name])
+            return alternate(sessions, slices, pids)
+
+    for scenario, per_commit in (("tx_commit_1", 1), ("tx_commit_100", 100)):
+        for name, (slices, cpu) in sliced(openers.commits, per_commit, tx_slices).items():
+            results[name][scenario] = rate(slices, cpu, pids[name])
+    per_slice = min(ACK_SLICE, messages)
+    for name, (slices, cpu) in sliced(openers.acks, per_slice, -(-messages // per_slice)).items():
+        results[name]["tx_ack"] = rate(slices, cpu, pids[name])
     block = min(BLOCK, rounds)
-    with contextlib.ExitStack() as stack:
-        sessions = {name: trips(stack, url, found, block) for name, (url, found) in brokers.items()}
-        for name, (slices, cpu) in alternate(sessions, -(-rounds // block), pids).items():
-            results[name].update(latency(slices, cpu, pids[name]))
+    for name, (slices, cpu) in sliced(openers.trips, block, -(-rounds // block)).items():
+        results[name].update(latency(slices, cpu, pids[name]))
     return results
+
+
+def _to_ack(per_slice: int, slices: int) -> int:
+    """Messages a tx_ack session's queue needs: every slice's, the uncounted one included, and
+    a prefetch's worth more for each, which a consumer the Go program cancels leaves unacked."""
+    return (slices + 1) * (per_slice + PREFETCH)
 
 
 def _pika_commits(body_size: int, slice_s: float) -> Opener:
     def open_session(
-        stack: contextlib.ExitStack, url: str, _pids: list[int], per_commit: int
+        stack: contextlib.ExitStack, url: str, _pids: list[int], per_commit: int, _slices: int
     ) -> Session:
         queue = stack.enter_context(_queue(url, durable=True))
         conn = pika.BlockingConnection(pika.URLParameters(url))
@@ -223,9 +290,22 @@ def _pika_commits(body_size: int, slice_s: float) -> Opener:
     return open_session
 
 
+def _pika_acks(body_size: int) -> Opener:
+    def open_session(
+        stack: contextlib.ExitStack, url: str, _pids: list[int], count: int, slices: int
+    ) -> Session:
+        queue = stack.enter_context(_queue(url, durable=True))
+        confirm_publish(url, queue, _to_ack(count, slices), body_size)
+        conn = pika.BlockingConnection(pika.URLParameters(url))
+        stack.callback(conn.close)
+        return PikaTxAcks(conn.channel(), queue, count)
+
+    return open_session
+
+
 def _raw_trips(body_size: int) -> Opener:
     def open_session(
-        stack: contextlib.ExitStack, url: str, _pids: list[int], count: int
+        stack: contextlib.ExitStack, url: str, _pids: list[int], count: int, _slices: int
     ) -> Session:
         return RawRoundTrips(stack.enter_context(RawClient(url).open()), body_size, count)
 
@@ -233,10 +313,19 @@ def _raw_trips(body_size: int) -> Opener:
 
 
 def _go(
-    driver: Callable[[str, list[int], str, int], DriverProcess], durable: bool = False
+    driver: Callable[[str, list[int], str, int], DriverProcess],
+    durable: bool = False,
+    fill: int | None = None,
 ) -> Opener:
-    def open_session(stack: contextlib.ExitStack, url: str, pids: list[int], n: int) -> Session:
+    """Sessions of the Go program, each on a queue of its own (filled first with messages of
+    `fill` bytes for tx_ack)."""
+
+    def open_session(
+        stack: contextlib.ExitStack, url: str, pids: list[int], n: int, slices: int
+    ) -> Session:
         queue = stack.enter_context(_queue(url, durable))
+        if fill is not None:
+            confirm_publish(url, queue, _to_ack(n, slices), fill)
         return GoSlices(stack.enter_context(driver(url, pids, queue, n)))
 
     return open_session

@@ -224,10 +224,10 @@ def run_scenario(
 
 
 def run_broker(binary: Path, url: str, pids: list[int], args: argparse.Namespace) -> dict:
-    """The counted scenarios once against one broker, on a durable queue (filled by
-    confirm_publish for tx_ack) and a transient one (filled by publish_plain for consume_ack),
-    both declared here and deleted after; counts as the suite's options say. tx_commit and
-    latency are interleaved between the brokers (benchmarks/interleaved.py)."""
+    """The counted scenarios once against one broker, on a durable queue and a transient one
+    (filled by publish_plain for consume_ack), both declared here and deleted after; counts as
+    the suite's options say. tx_commit, tx_ack and latency are interleaved between the brokers
+    (benchmarks/interleaved.py)."""
     messages, transient, body = args.messages, args.transient, args.body
     tag = uuid.uuid4().hex[:8]
     durable, plain = f"bench-go-durable-{tag}", f"bench-go-{tag}"
@@ -243,9 +243,6 @@ def run_broker(binary: Path, url: str, pids: list[int], args: argparse.Namespace
     try:
         results["confirm_publish"] = run(
             "confirm_publish", durable, messages=messages, window=CONFIRM_WINDOW
-        ).figure
-        results["tx_ack"] = run(
-            "tx_ack", durable, messages=messages, prefetch=PREFETCH, ack_every=ACK_EVERY
         ).figure
         results["publish_plain"] = run("publish_plain", plain, messages=transient).figure
         results["consume_ack"] = run(

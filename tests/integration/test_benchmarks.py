@@ -97,25 +97,35 @@ def test_slices_alternate_between_brokers() -> None:
 
 
 def test_interleaved_scenarios_run_on_both_drivers(broker_url: str) -> None:
-    """tx_commit_1, tx_commit_100 and latency, interleaved between two "brokers" (the same one
-    twice) with pika and a raw socket, then with the Go program, which runs its scenario once
-    per slice on the connection it opened (skipped without go or Debian's amqp091-go). The
-    broker is in-process: its CPU is this process's."""
+    """tx_commit_1, tx_commit_100, tx_ack and latency, interleaved between two "brokers" (the
+    same one twice) with pika and a raw socket, then with the Go program, which runs its
+    scenario once per slice on the connection it opened (skipped without go or Debian's
+    amqp091-go). The broker is in-process: its CPU is this process's."""
     from benchmarks import interleaved, per_write
 
     brokers = {"one": (broker_url, [os.getpid()]), "two": (broker_url, [os.getpid()])}
-    runs = [interleaved.pipelined(brokers, rounds=40, seconds=0.1, body_size=16)]
+    runs = [interleaved.pipelined(brokers, rounds=40, seconds=0.1, messages=30, body_size=16)]
     if per_write.unavailable() is None:
         binary = per_write.build()
-        runs.append(interleaved.per_write(binary, brokers, rounds=40, seconds=0.1, body_size=16))
+        runs.append(
+            interleaved.per_write(
+                binary, brokers, rounds=40, seconds=0.1, messages=30, body_size=16
+            )
+        )
     for results in runs:
         assert set(results) == {"one", "two"}
         for figures in results.values():
-            assert set(figures) == {"tx_commit_1", "tx_commit_100", "latency_p50", "latency_p99"}
+            assert set(figures) == {
+                "tx_commit_1",
+                "tx_commit_100",
+                "tx_ack",
+                "latency_p50",
+                "latency_p99",
+            }
             (p50, cpu), (p99, cpu_again) = figures["latency_p50"], figures["latency_p99"]
             assert 0 < p50 <= p99
             assert cpu is not None and cpu == cpu_again
-            for scenario in ("tx_commit_1", "tx_commit_100"):
+            for scenario in ("tx_commit_1", "tx_commit_100", "tx_ack"):
                 commits, commit_cpu = figures[scenario]
                 assert commits > 0 and commit_cpu is not None
     if len(runs) == 1:
