@@ -274,8 +274,8 @@ def _scenarios(
 
 def _to_ack(per_slice: int, slices: int) -> int:
     """Messages a tx_ack session's queue needs: every slice's, the uncounted one included, and
-    a prefetch's worth more for each, which a consumer the Go program cancels leaves unacked."""
-    return (slices + 1) * (per_slice + PREFETCH)
+    a prefetch's worth more, which the consumer holds when the last slice ends."""
+    return (slices + 1) * per_slice + PREFETCH
 
 
 def _pika_commits(body_size: int, slice_s: float) -> Opener:

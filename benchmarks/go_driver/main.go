@@ -100,12 +100,14 @@ func setup(ch *amqp.Channel, o *options) func() result {
 	case "tx_ack":
 		check("basic.qos", ch.Qos(o.prefetch, 0, false))
 		check("tx.select", ch.Tx())
-		return func() result { return consume(ch, o, true) }
+		deliveries := consumer(ch, o)
+		return func() result { return consume(ch, deliveries, o, true) }
 	case "publish_plain":
 		return func() result { return publishPlain(ch, o, transient) }
 	case "consume_ack":
 		check("basic.qos", ch.Qos(o.prefetch, 0, false))
-		return func() result { return consume(ch, o, false) }
+		deliveries := consumer(ch, o)
+		return func() result { return consume(ch, deliveries, o, false) }
 	case "latency":
 		deliveries, err := ch.Consume(o.queue, "", true, false, false, false, nil)
 		check("basic.consume", err)
@@ -155,12 +157,17 @@ func txCommit(ch *amqp.Channel, o *options, msg amqp.Publishing) result {
 	return result{Count: sent, Seconds: since(start)}
 }
 
-// consume receives o.messages already on the queue and acks each; in a transaction
-// (inTx) a tx.commit follows every o.ackEvery acks and the last one.
-func consume(ch *amqp.Channel, o *options, inTx bool) result {
-	start := time.Now()
+// consumer starts the one consumer every run of consume takes its deliveries from.
+func consumer(ch *amqp.Channel, o *options) <-chan amqp.Delivery {
 	deliveries, err := ch.Consume(o.queue, "bench", false, false, false, false, nil)
 	check("basic.consume", err)
+	return deliveries
+}
+
+// consume receives o.messages already on the queue and acks each; in a transaction
+// (inTx) a tx.commit follows every o.ackEvery acks and the last one.
+func consume(ch *amqp.Channel, deliveries <-chan amqp.Delivery, o *options, inTx bool) result {
+	start := time.Now()
 	timeout := time.After(60 * time.Second)
 	got := 0
 	for got < o.messages {
@@ -178,9 +185,7 @@ func consume(ch *amqp.Channel, o *options, inTx bool) result {
 			fail("consume", fmt.Errorf("queue ran dry after %d of %d", got, o.messages))
 		}
 	}
-	elapsed := since(start)
-	check("basic.cancel", ch.Cancel("bench", false))
-	return result{Count: got, Seconds: elapsed}
+	return result{Count: got, Seconds: since(start)}
 }
 
 // publishPlain publishes transient messages without confirms, done when a passive declare
