@@ -163,7 +163,6 @@ class ContentAssembly:
         self._advance(_CONTENT_DONE)
         body = self._body
         if body is not None:  # built in place: no view of it may outlive this
-            self._body = None
             self._drop_body()
         else:
             parts = self._body_parts
