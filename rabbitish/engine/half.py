@@ -507,12 +507,15 @@ class HalfRegistry:
         checks_sent: int,
         last_check_at: float | None,
         entries: list[tuple[Queue, Message, int]],
-        settlements: list[PreparedSettlement] | None = None,
-        prepared: bool = False,
+        settlements: list[PreparedSettlement] | None,
+        prepared: bool,
+        now_wall: float,
     ) -> None:
         """Recovery: an undecided transaction, its durable messages in publish order and, for
-        a prepared one, its settlements with their deliveries locked again (Queue.restore)."""
-        now_wall, now = self.wall(), self.vhost.scheduler.now()
+        a prepared one, its settlements with their deliveries locked again (Queue.restore).
+        `now_wall` is recovery's wall-clock reading, so message expiry and check-backs agree
+        on how long the broker was down."""
+        now = self.vhost.scheduler.now()
         txn = HalfTxn(txn_id, created_at, now - (now_wall - created_at))
         txn.check_queue, txn.immunity, txn.checks_sent = check_queue, immunity, checks_sent
         if last_check_at is not None:

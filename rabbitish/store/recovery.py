@@ -297,7 +297,8 @@ def recover_half(
     locked again by the queue pass, in `settled`) and their check-back state, then the
     remembered decisions. A half transaction none of whose messages came back is gone, as its
     transient messages are; it goes into `stale` for the caller to drop. A prepared one stays
-    (a transaction manager will decide it), whatever of its work came back."""
+    (a transaction manager will decide it), whatever of its work came back. Check-back times
+    are measured on recovery's wall clock, as message expiry is."""
     settled = settled or {}
     held: dict[tuple[str, str], list] = {}
     messages: dict[int, Message] = {}
@@ -336,6 +337,7 @@ def recover_half(
         "SELECT vhost, id, created_at, check_queue, immunity, checks_sent, last_check_at, "
         "prepared FROM half_txns"
     ).fetchall()
+    now_wall = time.time()
     for row in rows:
         vhost_name, txn_id, created_at, check_queue, immunity, checks_sent, last_check, prep = row
         entries = held.pop((vhost_name, txn_id), None) or []
@@ -354,6 +356,7 @@ def recover_half(
             entries,
             locks,
             bool(prep),
+            now_wall,
         )
         restored += 1
     if held:

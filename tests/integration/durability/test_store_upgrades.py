@@ -239,10 +239,11 @@ def _columns(db: Path) -> dict[str, Any]:
 
 class _FixtureClock:
     """The wall clock as recovery reads it: the moment the fixture was made, plus the time
-    since the test began. Expiry times are stored as wall-clock instants, and the fixtures'
-    messages carry TTLs of minutes to a day (per message, per queue, by policy, some with
-    dead-lettering): read at its making, the fixture's state is the one its manifest records,
-    whatever day the suite runs."""
+    since the test began. Expiry times and half transactions' creation and check-back times
+    are stored as wall-clock instants; the fixtures' messages carry TTLs of minutes to a day
+    (per message, per queue, by policy, some with dead-lettering) and their open half
+    transaction a check immunity of a day: read at its making, the fixture's state is the one
+    its manifest records, whatever day the suite runs."""
 
     def __init__(self, made_at: str) -> None:
         self.behind = time.time() - datetime.fromisoformat(made_at).timestamp()
