@@ -17,6 +17,7 @@ from rabbitish.cli.serve_options import SERVE_OPTIONS, config_from
 
 from rabbitish.config import Config
 from rabbitish.server.busy_wait import BusyWaitSelector, CpuContention
+from rabbitish.server.cpu_binding import bind_loop_thread
 from rabbitish.sysinfo import keep_large_blocks_in_heap
 
 GC_THRESHOLD = 10_000  # net new objects between young collections (CPython: 700)
@@ -208,6 +209,7 @@ async def serve(config: Config, selector: BusyWaitSelector | None = None) -> int
         scheme = "https" if config.management_tls else "http"
         management += f"; management API on {scheme}://{config.host}:{broker.management_port}"
     settle_memory()
+    bind_loop_thread(config.scheduler_bind_type)
     log.info(
         "rabbitish accepting AMQP 0-9-1 connections on %s:%s (data: %s)%s",
         config.host,

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
 
-from rabbitish.config import FSYNC_MODES, Config
+from rabbitish.config import FSYNC_MODES, SCHEDULER_BIND_TYPES, Config
 from rabbitish.tls import LOGIN_FROM
 
 DEFAULTS = Config()
@@ -141,6 +141,13 @@ SERVE_OPTIONS: tuple[ServeOption, ...] = (
         "Microseconds the event loop polls before it sleeps while clients send in short gaps "
         "(lower latency for request/response clients, more CPU per round trip; 0: off, the "
         "default, as RabbitMQ's +sbwt none).",
+    ),
+    _setting(
+        "scheduler_bind_type",
+        str,
+        "db: bind the event loop's thread to the CPU it starts on, as RabbitMQ binds its "
+        "schedulers by default (+stbt db); u: leave it unbound.",
+        choices=SCHEDULER_BIND_TYPES,
     ),
 )
 

@@ -6,6 +6,9 @@ from dataclasses import dataclass, field
 
 # --fsync: "always" syncs every commit to disk before it is confirmed, "never" leaves it to the OS.
 FSYNC_MODES = ("always", "never")
+# --scheduler-bind-type: "db" binds `rabbitish serve`'s event loop thread to one CPU, as
+# RabbitMQ binds its schedulers by default (+stbt db); "u" leaves it unbound.
+SCHEDULER_BIND_TYPES = ("db", "u")
 
 
 @dataclass
@@ -83,6 +86,8 @@ class Config:
     # 0, the default: never (RabbitMQ 3.10 starts its schedulers with +sbwt none, no busy
     # waiting, too). Brokers embedded in another program's loop (rabbitish.testing) never poll.
     busy_wait_us: int = 0
+    # One of SCHEDULER_BIND_TYPES (server/cpu_binding.py).
+    scheduler_bind_type: str = "db"
 
     @property
     def in_memory(self) -> bool:

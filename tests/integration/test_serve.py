@@ -4,6 +4,7 @@ processes, and the embedding APIs `rabbitish.Broker` and `rabbitish.running_brok
 from __future__ import annotations
 
 import asyncio
+import os
 import signal
 import socket
 import subprocess
@@ -58,6 +59,42 @@ def test_signal_closes_clients_with_320_and_exits_0(kind, sig):
                 connection.process_data_events(time_limit=0.1)
         assert (info.value.reply_code, info.value.reply_text) == SHUTDOWN
         assert broker.wait(timeout=5) == 0
+
+
+def _threads_cpus(pid: int) -> dict[int, set[int]]:
+    """Each thread of `pid` (by id) -> the CPUs it may run on, from /proc."""
+    cpus: dict[int, set[int]] = {}
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        with open(f"/proc/{pid}/task/{tid}/status") as status:
+            line = next(line for line in status if line.startswith("Cpus_allowed_list:"))
+        allowed: set[int] = set()
+        for part in line.split(":", 1)[1].strip().split(","):
+            low, _, high = part.partition("-")
+            allowed.update(range(int(low), int(high or low) + 1))
+        cpus[int(tid)] = allowed
+    return cpus
+
+
+@pytest.mark.skipif(
+    not hasattr(os, "sched_getaffinity") or len(os.sched_getaffinity(0)) < 2,
+    reason="CPU binding needs Linux and at least two allowed CPUs",
+)
+@pytest.mark.parametrize("bind_type", ["db", "u"])
+def test_event_loop_thread_bound_to_one_cpu_as_rabbitmq_binds_schedulers(bind_type, tmp_path):
+    """`db` (the default, RabbitMQ's +stbt db) binds the event loop's thread only: the threads
+    started before it (the store's writer, uvloop's workers) keep every CPU; `u` binds none."""
+    allowed = os.sched_getaffinity(0)
+    extra = () if bind_type == "db" else ("--scheduler-bind-type", "u")
+    with BrokerProcess(*extra, data_dir=tmp_path) as broker:
+        assert broker.proc is not None
+        threads = _threads_cpus(broker.proc.pid)
+        loop_thread = threads.pop(broker.proc.pid)
+    assert threads, "the store's writer thread is missing"
+    assert all(cpus == allowed for cpus in threads.values()), threads
+    if bind_type == "db":
+        assert len(loop_thread) == 1 and loop_thread <= allowed
+    else:
+        assert loop_thread == allowed
 
 
 def test_serve_options_and_host(tmp_path):

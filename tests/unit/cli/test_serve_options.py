@@ -17,7 +17,7 @@ from rabbitish.cli.commands import cli
 from rabbitish.cli.serve_options import SERVE_OPTIONS, config_from
 from typer.testing import CliRunner
 
-from rabbitish.config import FSYNC_MODES, Config
+from rabbitish.config import FSYNC_MODES, SCHEDULER_BIND_TYPES, Config
 from rabbitish.tls import LOGIN_FROM
 
 CONFIG_FIELDS = {f.name for f in dataclasses.fields(Config)}
@@ -45,6 +45,7 @@ CHANGED = {
     "--consumer-timeout": "0",
     "--transaction-timeout": "2.5",
     "--busy-wait-us": "300",
+    "--scheduler-bind-type": "u",
 }
 FLAGS = ["--verify-peer", "--management-tls", "--allow-remote-guest"]
 EXPECTED = Config(
@@ -72,6 +73,7 @@ EXPECTED = Config(
     consumer_timeout=0,
     transaction_timeout=2.5,
     busy_wait_us=300,
+    scheduler_bind_type="u",
 )
 
 
@@ -115,11 +117,15 @@ def test_both_command_lines_accept_the_same_choices(monkeypatch):
     choices = {
         action.option_strings[0]: tuple(action.choices) for action in actions if action.choices
     }
-    assert choices == {"--fsync": FSYNC_MODES, "--ssl-cert-login-from": LOGIN_FROM}
-    started: list[tuple[str, str]] = []
+    assert choices == {
+        "--fsync": FSYNC_MODES,
+        "--ssl-cert-login-from": LOGIN_FROM,
+        "--scheduler-bind-type": SCHEDULER_BIND_TYPES,
+    }
+    started: list[tuple[str, str, str]] = []
 
     def run(config: Any) -> int:
-        started.append((config.fsync, config.ssl_cert_login_from))
+        started.append((config.fsync, config.ssl_cert_login_from, config.scheduler_bind_type))
         return 0
 
     monkeypatch.setattr(serve, "run", run)
@@ -133,9 +139,11 @@ def test_both_command_lines_accept_the_same_choices(monkeypatch):
             result = CliRunner().invoke(cli, ["serve", option, value])
             assert result.exit_code in (0, 2), result.output
             assert (result.exit_code == 0) == fast_accepts == (value in accepted), (option, value)
-    assert started == [(mode, "common_name") for mode in FSYNC_MODES] + [
-        ("always", name) for name in LOGIN_FROM
-    ]
+    assert started == (
+        [(mode, "common_name", "db") for mode in FSYNC_MODES]
+        + [("always", name, "db") for name in LOGIN_FROM]
+        + [("always", "common_name", bind) for bind in SCHEDULER_BIND_TYPES]
+    )
 
 
 @pytest.mark.parametrize("changed", [False, True])
