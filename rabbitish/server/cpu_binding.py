@@ -2,16 +2,17 @@
 threads (its rabbitmq-env starts beam with `+stbt db`, "default bind"); `u` ("unbound", the
 same letter RabbitMQ's RABBITMQ_SCHEDULER_BIND_TYPE takes) leaves it to the kernel.
 
-Why: a single busy thread that the kernel moves between CPUs runs each move with cold caches,
-and with a client whose own threads wake one another (amqp091-go's reader, dispatcher and
-caller) it moved on about a third of its wake-ups: its round trips' slowest few percent took
-half again as long as bound (docs/performance.md, "One CPU for the event loop").
+Why: a single busy thread that the kernel moves between CPUs runs each move with cold caches.
+With a client whose own threads wake one another on both CPUs of a small machine (amqp091-go's
+reader, dispatcher and caller), 38% of the loop's wake-ups ran on the second CPU, at a median
+half again as long, and the slowest percent of round trips took 1.5-1.8 times as long as bound
+(docs/performance.md, "One CPU for the event loop").
 
 The loop takes the CPU it is running on when the broker has started, within the process's
 allowed set (taskset, cgroup cpusets), so brokers started one after another land where the
 kernel put them rather than all on the first CPU. Threads the broker started before (the
-store's writer) keep the whole set; a thread the loop starts later inherits the binding, as
-threads started by an Erlang scheduler run where it does. Only `rabbitish serve` binds: a
+store's writer) keep the whole set; a thread the loop starts later (the default executor's)
+inherits the binding. Only `rabbitish serve` binds: a
 broker embedded in a test (rabbitish.testing) runs on its caller's thread and never does."""
 
 from __future__ import annotations
