@@ -18,6 +18,7 @@ broker embedded in a test (rabbitish.testing) runs on its caller's thread and ne
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 THREAD_STAT = Path("/proc/thread-self/stat")
@@ -42,7 +43,7 @@ def bind_loop_thread(bind_type: str) -> int | None:
     """Bind the calling thread to the CPU it runs on; the CPU, or None when it stays unbound
     (`u`, one allowed CPU only, or a system without CPU affinity). `bind_type` is one of
     config.SCHEDULER_BIND_TYPES."""
-    if bind_type == "u" or not hasattr(os, "sched_setaffinity"):
+    if bind_type == "u" or not sys.platform.startswith("linux"):
         return None
     allowed = os.sched_getaffinity(0)
     cpu = current_cpu()
