@@ -12,8 +12,8 @@ The loop takes the CPU it is running on when the broker has started, within the 
 allowed set (taskset, cgroup cpusets), so brokers started one after another land where the
 kernel put them rather than all on the first CPU. Threads the broker started before (the
 store's writer) keep the whole set; a thread the loop starts later (the default executor's)
-inherits the binding. Only `rabbitish serve` binds: a
-broker embedded in a test (rabbitish.testing) runs on its caller's thread and never does."""
+inherits the binding. Only `rabbitish serve` binds: a broker embedded in a test
+(rabbitish.testing) runs on its caller's thread and never does."""
 
 from __future__ import annotations
 
